@@ -1,0 +1,67 @@
+"""``gpucomm``: one entry point, subcommands that stand alone.
+
+Usage::
+
+    gpucomm bench   [flags]     # collectives side by side: torch.cuda.comm, gpucomm.comm, torch.distributed, gpucomm.dist
+    gpucomm train   [flags]     # DataParallel vs replicated vs DDP on one model, checked equal and timed
+    gpucomm advise  [flags]     # a calibrated cost model that recommends a strategy
+    gpucomm topo    [--json]    # devices, links, CPU/NUMA affinity
+    gpucomm report  DIR [DIR …] # Markdown + HTML report from result directories
+
+Each subcommand lives in its own module, which exposes ``add_parser(subparsers)`` and ``run(args)``;
+this file only registers them.  ``gpucomm <cmd> --help`` is each command's manual.  Exit status: 0 on
+success, 1 when a run failed (wrong results, a floor missed), 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from gpucomm import __version__
+
+__all__ = ["SUBCOMMANDS", "build_parser", "main"]
+
+SUBCOMMANDS: dict[str, str] = {
+    "bench": "gpucomm.bench.cli",
+    "train": "gpucomm.train.cli",
+    "advise": "gpucomm.advisor.cli",
+    "topo": "gpucomm.topology",
+    "report": "gpucomm.report.cli",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="gpucomm",
+        description="Move tensors between GPUs, measure it honestly, and choose how to train on several.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpucomm {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in SUBCOMMANDS.values():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:  # a subcommand not built yet; any other import error is real
+            if exc.name != module_name:
+                raise
+            continue
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run the chosen subcommand; returns the process exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    module = importlib.import_module(SUBCOMMANDS[args.command])
+    return int(module.run(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,400 @@
+"""Result records: one typed record per result row, written as JSON Lines, and the env block.
+
+A result directory holds ``records.jsonl``.  Its first line is an :class:`EnvRecord` (versions,
+devices, topology, NCCL settings, command line); every later line is one result row
+(:class:`BenchRecord`, :class:`TrainRecord`).  Each line carries ``"kind"`` and ``"schema_version"``.
+
+Rows are appended, flushed and fsync'ed one at a time (:class:`RecordWriter`), so a run that is
+interrupted — Ctrl-C, SIGTERM, a crash — keeps every row it finished.  Reports, plots and the
+advisor read records through :func:`load` and nothing else; records are JSON, never pickle.
+
+Units, fixed once: sizes in bytes; times in microseconds (``_us``) or milliseconds (``_ms``) as the
+field name says; bandwidths in GB/s = 10^9 bytes/s per direction (nccl-tests' convention).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import os
+import platform
+import socket
+import sys
+import types
+import typing
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+__all__ = [
+    "RECORDS_FILE",
+    "SCHEMA_VERSION",
+    "BenchRecord",
+    "EnvRecord",
+    "RecordError",
+    "RecordWriter",
+    "ResultSet",
+    "TrainRecord",
+    "collect_env",
+    "load",
+    "parse_row",
+    "validate_row",
+]
+
+SCHEMA_VERSION = 1
+RECORDS_FILE = "records.jsonl"
+
+# Environment variables whose values change what a collective does; recorded in every env block.
+_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_SYMM_MEM_", "NVSHMEM_", "GLOO_", "TORCH_DISTRIBUTED_")
+_ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS", "OMP_NUM_THREADS", "MASTER_ADDR",
+              "MASTER_PORT", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_JOB_ID")
+
+
+class RecordError(ValueError):
+    """A record line that is not valid JSON or does not match the schema."""
+
+
+@dataclass(kw_only=True, slots=True)
+class EnvRecord:
+    """Where and how a run happened: the first line of every records file."""
+
+    kind: ClassVar[str] = "env"
+    created: str
+    """UTC time the run started, ISO 8601."""
+    command: list[str]
+    """The command line (``sys.argv``)."""
+    versions: dict[str, Any]
+    """gpucomm, torch, CUDA, NCCL, Python versions."""
+    host: dict[str, Any]
+    """Hostname, platform, CPU count."""
+    devices: list[dict[str, Any]]
+    """Visible CUDA devices (index, name, memory, capability); empty on a CPU-only machine."""
+    device_type: str
+    """"cuda" when the run used GPUs, "cpu" when the numbers are CPU numbers."""
+    env_vars: dict[str, str]
+    """NCCL_*, TORCH_NCCL_*, GLOO_*, CUDA_VISIBLE_DEVICES, … as they were in force."""
+    topology: dict[str, Any] = field(default_factory=dict)
+    """``gpucomm topo --json`` output (links, NUMA); empty when it could not be read."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Run parameters (sweep, iterations, …) chosen by the writer."""
+
+
+@dataclass(kw_only=True, slots=True)
+class BenchRecord:
+    """One ``gpucomm bench`` row: one op, backend, size, dtype and placement."""
+
+    kind: ClassVar[str] = "bench"
+    op: str
+    """Collective name (``gpucomm.collectives.CollectiveName``)."""
+    backend: str
+    """"torch.cuda.comm", "gpucomm.comm", "torch.distributed" or "gpucomm.dist"."""
+    size: int
+    """Bytes: the nccl-tests size column (the larger of one participant's send/receive buffers)."""
+    count: int
+    """Elements per participant, as nccl-tests counts them."""
+    dtype: str
+    """torch dtype name without the ``torch.`` prefix, e.g. "float32"."""
+    n: int
+    """Participants (devices or ranks)."""
+    world_size: int
+    """Processes (1 for one-process backends)."""
+    placement: str
+    """"out-of-place" or "in-place"."""
+    device_type: str
+    """"cuda" or "cpu"."""
+    timing: str
+    """How time was taken: "cuda-events", "cuda-graph" (always labelled) or "perf-counter"."""
+    time_us_median: float
+    """Median time of one op over the timed iterations, microseconds."""
+    time_us_p99: float
+    """99th-percentile time of one op, microseconds."""
+    algbw_gbps: float
+    """S / t (median time), GB/s."""
+    busbw_gbps: float
+    """algbw × busbw factor(n), GB/s."""
+    wrong: int
+    """Elements that differ from the independently computed expected result (nccl-tests #wrong); -1 = not checked."""
+    iters: int
+    """Timed iterations."""
+    warmup: int
+    """Untimed warmup iterations."""
+    reduce_op: str | None = None
+    """Reduction op for reducing collectives, else None."""
+    root: int | None = None
+    """Root participant for rooted collectives, else None."""
+    baseline: str | None = None
+    """The backend this row's ratio is relative to (torch.cuda.comm locally, torch.distributed across processes)."""
+    speedup: float | None = None
+    """Baseline median time / this row's median time (> 1 means faster than the baseline)."""
+    devices: list[str] = field(default_factory=list)
+    """Device of each participant held by the measuring process, e.g. ["cuda:0", "cuda:0"]."""
+    note: str = ""
+    """Anything a reader must know about this row (a path taken, an op not applicable)."""
+
+
+@dataclass(kw_only=True, slots=True)
+class TrainRecord:
+    """One ``gpucomm train`` result: one strategy on one model and device count."""
+
+    kind: ClassVar[str] = "train"
+    strategy: str
+    """"single", "dp", "replicated", "ddp", … ."""
+    model: str
+    """Built-in model name or ``pkg.module:factory``."""
+    n_devices: int
+    """Devices the strategy trained on."""
+    world_size: int
+    """Processes (1 except for process-per-device strategies)."""
+    device_type: str
+    """"cuda" or "cpu"."""
+    precision: str
+    """"fp32" or "bf16-autocast"."""
+    global_batch: int
+    """Samples per optimizer step, summed over devices."""
+    seq_len: int | None
+    """Tokens per sample (None for non-sequence models)."""
+    steps: int
+    """Optimizer steps run, warmup included."""
+    warmup_steps: int
+    """Leading steps left out of the timing statistics."""
+    status: str = "ok"
+    """"ok", "not-applicable" (e.g. dp on CPU) or "failed"."""
+    params: int | None = None
+    """Trainable parameter count."""
+    samples_per_s: float | None = None
+    """Median over timed steps of global_batch / step time."""
+    tokens_per_s: float | None = None
+    """samples_per_s × seq_len (None for non-sequence models)."""
+    step_ms_median: float | None = None
+    """Median step time, milliseconds."""
+    step_ms_p90: float | None = None
+    """90th-percentile step time, milliseconds."""
+    step_ms: list[float] = field(default_factory=list)
+    """Every step's time, milliseconds, warmup included."""
+    comm_ms_median: float | None = None
+    """Median per-step time spent in communication, where it can be isolated; else None."""
+    peak_mem_bytes: list[int] = field(default_factory=list)
+    """Peak allocated memory per device (CUDA only)."""
+    scaling_efficiency: float | None = None
+    """samples_per_s / (n_devices × single's samples_per_s); None without a single baseline."""
+    losses: list[float] = field(default_factory=list)
+    """Loss at every step."""
+    equal_to_single: bool | None = None
+    """Whether losses and final parameters matched ``single`` within ``tolerance``; None if not compared."""
+    max_loss_rel_diff: float | None = None
+    """Largest relative loss difference against single."""
+    max_param_rel_diff: float | None = None
+    """Largest relative parameter difference against single at the end."""
+    tolerance: float | None = None
+    """The relative tolerance the equality check used."""
+    note: str = ""
+    """Why a strategy is not applicable or failed, or anything else a reader must know."""
+
+
+RECORD_TYPES: dict[str, type] = {t.kind: t for t in (EnvRecord, BenchRecord, TrainRecord)}
+Record = EnvRecord | BenchRecord | TrainRecord
+
+
+def to_row(record: Record) -> dict[str, Any]:
+    """A record as a JSON-ready dict with ``kind`` and ``schema_version`` first."""
+    return {"kind": record.kind, "schema_version": SCHEMA_VERSION, **dataclasses.asdict(record)}
+
+
+def validate_row(row: dict[str, Any]) -> None:
+    """Raise :class:`RecordError` unless ``row`` matches its kind's schema (fields and JSON types)."""
+    if not isinstance(row, dict):
+        raise RecordError(f"a record must be a JSON object, but got {type(row).__name__}")
+    kind = row.get("kind")
+    if kind not in RECORD_TYPES:
+        raise RecordError(f"unknown record kind {kind!r}; expected one of {sorted(RECORD_TYPES)}")
+    if row.get("schema_version") != SCHEMA_VERSION:
+        raise RecordError(f"{kind} record has schema_version {row.get('schema_version')!r}; "
+                          f"this gpucomm reads version {SCHEMA_VERSION}")
+    cls = RECORD_TYPES[kind]
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(row) - names - {"kind", "schema_version"}
+    if unknown:
+        raise RecordError(f"{kind} record has unknown fields {sorted(unknown)}")
+    for f in dataclasses.fields(cls):
+        if f.name not in row:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise RecordError(f"{kind} record lacks the required field {f.name!r}")
+            continue
+        if not _json_matches(row[f.name], hints[f.name]):
+            raise RecordError(f"{kind} record field {f.name!r}: expected {hints[f.name]}, "
+                              f"but got {type(row[f.name]).__name__} {row[f.name]!r}")
+
+
+def _json_matches(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_json_matches(value, h) for h in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is Any:
+        return True
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        return isinstance(value, list) and all(_json_matches(v, item) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    return isinstance(value, hint)
+
+
+def parse_row(row: dict[str, Any]) -> Record:
+    """Validate a row and build its record object."""
+    validate_row(row)
+    cls = RECORD_TYPES[row["kind"]]
+    return cls(**{k: v for k, v in row.items() if k not in ("kind", "schema_version")})
+
+
+class RecordWriter:
+    """Append records to ``<directory>/records.jsonl``, one flushed and fsync'ed line per record.
+
+    The env record is written first, on construction.  Use as a context manager or call
+    :meth:`close`; a row that was written before an interruption is on disk whatever happens next.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], env: EnvRecord) -> None:
+        self.directory = Path(directory)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.directory / RECORDS_FILE, "a", encoding="utf-8")
+        except OSError as exc:
+            raise OSError(f"--out {str(self.directory)!r}: cannot write results there ({exc.strerror}); "
+                          f"choose a writable directory") from exc
+        self.path = self.directory / RECORDS_FILE
+        self.write(env)
+
+    def write(self, record: Record) -> None:
+        """Append one record and make it durable before returning."""
+        self._file.write(json.dumps(to_row(record), allow_nan=False) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(slots=True)
+class ResultSet:
+    """Everything read from one or more result directories, in file order."""
+
+    env: list[EnvRecord] = field(default_factory=list)
+    bench: list[BenchRecord] = field(default_factory=list)
+    train: list[TrainRecord] = field(default_factory=list)
+    sources: list[Path] = field(default_factory=list)
+
+    def add(self, record: Record) -> None:
+        {"env": self.env, "bench": self.bench, "train": self.train}[record.kind].append(record)
+
+
+def _record_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
+    for p in map(Path, paths):
+        if p.is_dir():
+            files = sorted(p.rglob("*.jsonl"))
+            if not files:
+                raise RecordError(f"{str(p)!r} holds no *.jsonl records; pass a gpucomm result directory")
+            yield from files
+        elif p.is_file():
+            yield p
+        else:
+            raise RecordError(f"{str(p)!r} does not exist; pass a result directory or a records.jsonl file")
+
+
+def load(*paths: str | os.PathLike[str]) -> ResultSet:
+    """Read and validate every record under the given directories or files.
+
+    A truncated last line (a run killed mid-write) is skipped; any other bad line raises
+    :class:`RecordError` naming the file and line.
+    """
+    result = ResultSet()
+    for path in _record_files(paths):
+        result.sources.append(path)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                result.add(parse_row(json.loads(line)))
+            except json.JSONDecodeError as exc:
+                if lineno == len(lines):
+                    continue  # the run was killed while writing its last line
+                raise RecordError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
+            except (RecordError, TypeError) as exc:
+                raise RecordError(f"{path}:{lineno}: {exc}") from None
+    return result
+
+
+def _versions() -> dict[str, Any]:
+    import torch
+
+    from gpucomm import __version__
+
+    nccl = None
+    if torch.cuda.is_available() and hasattr(torch.cuda, "nccl"):
+        try:
+            v = torch.cuda.nccl.version()
+            nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+        except Exception:
+            nccl = None
+    return {"gpucomm": __version__, "torch": torch.__version__, "cuda": torch.version.cuda, "nccl": nccl,
+            "python": platform.python_version()}
+
+
+def _cuda_devices() -> list[dict[str, Any]]:
+    import torch
+
+    from gpucomm.devices import cuda_device_count
+
+    out = []
+    for i in range(cuda_device_count()):
+        p = torch.cuda.get_device_properties(i)
+        out.append({"index": i, "name": p.name, "total_memory_bytes": int(p.total_memory),
+                    "capability": f"{p.major}.{p.minor}", "multiprocessors": p.multi_processor_count})
+    return out
+
+
+def _env_vars() -> dict[str, str]:
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES}
+
+
+def _topology() -> dict[str, Any]:
+    try:
+        from gpucomm import topology
+    except ImportError:
+        return {}
+    try:
+        return topology.collect().to_dict()
+    except Exception as exc:  # topology is informative; its failure must not lose a run
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def collect_env(device_type: str, extra: dict[str, Any] | None = None,
+                command: list[str] | None = None) -> EnvRecord:
+    """The env block for a run on ``device_type`` ("cuda" or "cpu")."""
+    return EnvRecord(
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        command=list(sys.argv if command is None else command),
+        versions=_versions(),
+        host={"hostname": socket.gethostname(), "platform": platform.platform(), "cpu_count": os.cpu_count()},
+        devices=_cuda_devices(),
+        device_type=device_type,
+        env_vars=_env_vars(),
+        topology=_topology(),
+        extra=dict(extra or {}),
+    )
