@@ -2,7 +2,7 @@
 
 A result directory holds ``records.jsonl``.  Its first line is an :class:`EnvRecord` (versions,
 devices, topology, NCCL settings, command line); every later line is one result row
-(:class:`BenchRecord`, :class:`TrainRecord`).  Each line carries ``"kind"`` and ``"schema_version"``.
+(:class:`BenchRecord`, :class:`TrainRecord`, :class:`AdviceRecord`, :class:`ScaleRecord`).  Each line carries ``"kind"`` and ``"schema_version"``.
 
 Rows are appended, flushed and fsync'ed one at a time (:class:`RecordWriter`), so a run that is
 interrupted — Ctrl-C, SIGTERM, a crash — keeps every row it finished.  Reports, plots and the
@@ -30,6 +30,8 @@ from typing import Any, ClassVar
 
 __all__ = [
     "RECORDS_FILE",
+    "AdviceRecord",
+    "ScaleRecord",
     "SCHEMA_VERSION",
     "BenchRecord",
     "EnvRecord",
@@ -193,8 +195,81 @@ class TrainRecord:
     """Why a strategy is not applicable or failed, or anything else a reader must know."""
 
 
-RECORD_TYPES: dict[str, type] = {t.kind: t for t in (EnvRecord, BenchRecord, TrainRecord)}
-Record = EnvRecord | BenchRecord | TrainRecord
+@dataclass(kw_only=True, slots=True)
+class AdviceRecord:
+    """One ``gpucomm advise`` row: one strategy's prediction for one hardware and workload."""
+
+    kind: ClassVar[str] = "advice"
+    strategy: str
+    """"dp", "replicated", "ddp", "zero1", "zero2", "zero3", "fsdp", … ."""
+    hardware: str
+    """Hardware profile name, e.g. "h200-nvswitch", or "calibrated:<file>"."""
+    nodes: int
+    """Machines."""
+    gpus_per_node: int
+    """GPUs per machine."""
+    model: str
+    """Built-in model name, ``pkg.module:factory``, or "<N> params"."""
+    params: int
+    """Parameter count Ψ."""
+    global_batch: int
+    """Samples per optimizer step."""
+    seq_len: int | None
+    """Tokens per sample (None for non-sequence models)."""
+    step_time_s: float
+    """Predicted seconds per optimizer step."""
+    samples_per_s: float
+    """Predicted throughput."""
+    scaling_efficiency: float
+    """Predicted throughput / (GPUs × one GPU's predicted throughput)."""
+    memory_per_gpu_bytes: int
+    """Predicted peak memory per GPU."""
+    memory_capacity_bytes: int
+    """The GPU's memory."""
+    fits: bool
+    """memory_per_gpu_bytes <= memory_capacity_bytes; a strategy that does not fit is flagged, not ranked."""
+    comm_share: float
+    """Exposed communication time / step time, 0..1."""
+    rank: int | None
+    """1 = recommended; None when it does not fit."""
+    reason: str
+    """Plain-language reason for the rank (why chosen, or why rejected)."""
+    calibrated: bool = False
+    """True when measured (bench/train) values replaced datasheet ones."""
+    tokens_per_s: float | None = None
+    """samples_per_s × seq_len, for sequence models."""
+    compute_s: float | None = None
+    """Predicted compute time per step (forward + backward + optimizer)."""
+    comm_s: float | None = None
+    """Predicted total communication time per step, exposed or not."""
+
+
+@dataclass(kw_only=True, slots=True)
+class ScaleRecord:
+    """One point of ``gpucomm advise --scale``: a strategy's predicted throughput at a GPU count."""
+
+    kind: ClassVar[str] = "scale"
+    strategy: str
+    """Strategy name, as in AdviceRecord."""
+    hardware: str
+    """Hardware profile name."""
+    gpus: int
+    """Total GPUs (nodes × gpus_per_node)."""
+    nodes: int
+    """Machines."""
+    samples_per_s: float
+    """Predicted throughput."""
+    scaling_efficiency: float
+    """Predicted throughput / (gpus × one GPU's)."""
+    step_time_s: float
+    """Predicted seconds per step."""
+    fits: bool
+    """Whether the strategy fits in memory at this scale."""
+
+
+RECORD_TYPES: dict[str, type] = {t.kind: t for t in (EnvRecord, BenchRecord, TrainRecord, AdviceRecord,
+                                                     ScaleRecord)}
+Record = EnvRecord | BenchRecord | TrainRecord | AdviceRecord | ScaleRecord
 
 
 def to_row(record: Record) -> dict[str, Any]:
@@ -297,10 +372,12 @@ class ResultSet:
     env: list[EnvRecord] = field(default_factory=list)
     bench: list[BenchRecord] = field(default_factory=list)
     train: list[TrainRecord] = field(default_factory=list)
+    advice: list[AdviceRecord] = field(default_factory=list)
+    scale: list[ScaleRecord] = field(default_factory=list)
     sources: list[Path] = field(default_factory=list)
 
     def add(self, record: Record) -> None:
-        {"env": self.env, "bench": self.bench, "train": self.train}[record.kind].append(record)
+        getattr(self, record.kind).append(record)
 
 
 def _record_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
