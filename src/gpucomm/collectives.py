@@ -72,10 +72,8 @@ def parse_op(op: object, arg: str = "op") -> ReduceOp:
     """Accept ``"sum"``/``"SUM"``/``ReduceOp.SUM`` (and torch.distributed.ReduceOp's names); clear errors."""
     if isinstance(op, ReduceOp):
         return op
-    name = getattr(op, "name", None) if not isinstance(op, str) else op
-    if name is None:
-        text = str(op)  # torch.distributed.ReduceOp.RedOpType prints as "RedOpType.SUM"
-        name = text.rsplit(".", 1)[-1]
+    # torch.distributed.ReduceOp members (RedOpType) carry the name we want.
+    name = op if isinstance(op, str) else getattr(op, "name", None)
     if not isinstance(name, str):
         raise TypeError(f"{arg}: expected a str such as 'sum', but got {type(op).__name__} {op!r}")
     try:

@@ -1,0 +1,94 @@
+"""Records: round trip, schema validation, and survival of an interrupted write."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpucomm import records as R
+
+
+def _bench(**over):
+    row = dict(op="all_reduce", backend="gpucomm.comm", size=1024, count=256, dtype="float32", n=2, world_size=1,
+               placement="in-place", device_type="cpu", timing="perf-counter", time_us_median=10.0,
+               time_us_p99=12.5, algbw_gbps=0.1024, busbw_gbps=0.1024, wrong=0, iters=5, warmup=1)
+    row.update(over)
+    return R.BenchRecord(**row)
+
+
+def test_round_trip(tmp_path):
+    env = R.collect_env("cpu", extra={"iters": 5})
+    with R.RecordWriter(tmp_path, env) as w:
+        w.write(_bench())
+        w.write(_bench(op="broadcast", root=0))
+        w.write(R.TrainRecord(strategy="single", model="mlp", n_devices=1, world_size=1, device_type="cpu",
+                              precision="fp32", global_batch=8, seq_len=None, steps=3, warmup_steps=1,
+                              losses=[1.0, 0.5, 0.25]))
+    rs = R.load(tmp_path)
+    assert [b.op for b in rs.bench] == ["all_reduce", "broadcast"]
+    assert rs.bench[1].root == 0
+    assert rs.train[0].losses == [1.0, 0.5, 0.25]
+    assert rs.env[0].extra == {"iters": 5} and rs.env[0].device_type == "cpu"
+    assert rs.env[0].versions["gpucomm"]
+    first = json.loads((tmp_path / R.RECORDS_FILE).read_text().splitlines()[0])
+    assert first["kind"] == "env" and first["schema_version"] == R.SCHEMA_VERSION
+
+
+def test_env_records_nccl_settings(monkeypatch):
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    monkeypatch.setenv("UNRELATED_SECRET", "x")
+    env = R.collect_env("cpu")
+    assert env.env_vars["NCCL_NVLS_ENABLE"] == "0"
+    assert "UNRELATED_SECRET" not in env.env_vars
+
+
+def test_truncated_last_line_is_skipped(tmp_path):
+    with R.RecordWriter(tmp_path, R.collect_env("cpu")) as w:
+        w.write(_bench())
+    with open(tmp_path / R.RECORDS_FILE, "a") as f:
+        f.write('{"kind": "bench", "op": "all_re')  # killed mid-write
+    assert len(R.load(tmp_path).bench) == 1
+
+
+@pytest.mark.parametrize(("mutate", "message"), [
+    (lambda r: r.pop("op"), "lacks the required field 'op'"),
+    (lambda r: r.update(size="big"), "field 'size'"),
+    (lambda r: r.update(wrong=True), "field 'wrong'"),
+    (lambda r: r.update(bogus=1), "unknown fields"),
+    (lambda r: r.update(kind="nope"), "unknown record kind"),
+    (lambda r: r.update(schema_version=99), "schema_version 99"),
+])
+def test_validation_rejects_bad_rows(mutate, message):
+    row = R.to_row(_bench())
+    mutate(row)
+    with pytest.raises(R.RecordError, match=message):
+        R.validate_row(row)
+
+
+def test_bad_line_in_middle_names_file_and_line(tmp_path):
+    with R.RecordWriter(tmp_path, R.collect_env("cpu")) as w:
+        w.write(_bench())
+    path = tmp_path / R.RECORDS_FILE
+    path.write_text(path.read_text() + "not json\n" + json.dumps(R.to_row(_bench())) + "\n")
+    with pytest.raises(R.RecordError, match=r"records.jsonl:3: not JSON"):
+        R.load(tmp_path)
+
+
+def test_missing_and_empty_paths(tmp_path):
+    with pytest.raises(R.RecordError, match="does not exist"):
+        R.load(tmp_path / "nope")
+    with pytest.raises(R.RecordError, match="holds no"):
+        R.load(tmp_path)
+
+
+def test_unwritable_directory_names_out(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OSError, match="--out"):
+        R.RecordWriter(blocker / "sub", R.collect_env("cpu"))
+
+
+def test_nan_is_refused(tmp_path):
+    with R.RecordWriter(tmp_path, R.collect_env("cpu")) as w, pytest.raises(ValueError):
+        w.write(_bench(time_us_median=float("nan")))
