@@ -11,7 +11,10 @@ from gpucomm.testing import requires_gpus
 def test_marker_skips_exactly_below_n():
     found = cuda_device_count()
     for n in (1, 2, 8, found + 1):
-        decorated = requires_gpus(n)(lambda: None)
+        def body():
+            pass
+
+        decorated = requires_gpus(n)(body)
         marks = {m.name: m for m in decorated.pytestmark}
         assert marks["requires_gpus"].args == (n,)
         assert marks["skipif"].args[0] is (found < n)
