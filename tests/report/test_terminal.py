@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+
+from gpucomm.report.terminal import (
+    BENCH_COLUMNS,
+    advice_table,
+    bench_row,
+    bench_table,
+    scale_table,
+    train_table,
+)
+
+from ._records import advice_rows, bench, bench_sweep, scale_rows, train_rows
+
+
+def _text(table) -> str:
+    console = Console(width=400, record=True, color_system=None)
+    console.print(table)
+    return console.export_text()
+
+
+def test_bench_table_has_units_row_and_nccl_tests_columns():
+    rows = bench_sweep()
+    table = bench_table(rows, title="CPU numbers")
+    headers = [c.header for c in table.columns]
+    assert headers == [name for name, _ in BENCH_COLUMNS]
+    assert table.row_count == len(rows) + 1  # the units row
+    text = _text(table)
+    lines = text.splitlines()
+    units_line = next(line for line in lines if "(GB/s)" in line)
+    assert "(us)" in units_line and "(B)" in units_line
+    assert "CPU numbers" in text
+
+
+def test_bench_row_cells_match_the_record():
+    r = bench(size=1 << 20, time_us=8.0, speedup=1.5, baseline="torch.cuda.comm")
+    cells = dict(zip([name for name, _ in BENCH_COLUMNS], bench_row(r), strict=True))
+    assert cells["size"] == str(1 << 20)
+    assert cells["count"] == str((1 << 20) // 4)
+    assert cells["time med"] == "8.00"
+    assert cells["algbw"] == f"{(1 << 20) / 8e-6 / 1e9:.2f}"
+    assert cells["speedup"] == "1.50x"
+    assert cells["redop"] == "sum"
+
+
+def test_wrong_rows_are_marked_and_styled():
+    rows = [bench(wrong=0), bench(wrong=7), bench(wrong=-1)]
+    table = bench_table(rows)
+    cells = table.columns[[c.header for c in table.columns].index("#wrong")]._cells
+    assert cells[1:] == ["0", "7 WRONG", "n/c"]
+    assert table.rows[2].style == "bold red"
+    assert table.rows[1].style is None
+
+
+def test_bench_table_is_cheap_for_a_live_display():
+    rows = bench_sweep() * 20  # 640 rows
+    start = time.perf_counter()
+    for _ in range(5):
+        bench_table(rows)
+    assert (time.perf_counter() - start) / 5 < 0.25  # a live redraw at 4 Hz must keep up
+
+
+def test_train_table_shows_throughput_and_equality():
+    text = _text(train_table(train_rows()))
+    assert "190.0" in text and "95.0%" in text
+    assert "DIFFERENT" in text
+    assert "not-applicable: dp needs CUDA" in text
+
+
+def test_advice_table_ranks_and_flags_oom():
+    table = advice_table(advice_rows())
+    ranks = table.columns[0]._cells[1:]
+    strategies = table.columns[1]._cells[1:]
+    assert ranks == ["1", "2", "OOM"]
+    assert strategies == ["zero1", "ddp", "zero3"]
+    assert "OOM 200.00 GiB / 141.00 GiB" in _text(table)
+
+
+def test_scale_table_sorted_by_gpus():
+    table = scale_table(scale_rows())
+    gpus = table.columns[2]._cells[1:7]
+    assert gpus == ["1", "2", "4", "8", "16", "32"]
