@@ -1,0 +1,209 @@
+"""Plots of records: bus bandwidth and speedup against size, training throughput, advisor scaling.
+
+Every plot is drawn from records only (no re-measuring, no model), on matplotlib's Agg canvas with
+an explicit :class:`matplotlib.figure.Figure` — never pyplot, so building a report neither changes
+the caller's backend nor leaks global figures.  Each function returns a
+:class:`~gpucomm.report.document.Figure` holding PNG and SVG bytes, or ``None`` when the records give
+nothing to draw.
+
+Size axes are log2 with KiB/MiB/GiB tick labels (binary prefixes, as sizes are written everywhere in
+gpucomm); bandwidths are GB/s = 10^9 B/s per direction.  When a report compares several runs, each
+line's label names its run.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+
+from gpucomm.report._format import fmt_bytes
+from gpucomm.report.document import Figure
+from gpucomm.report.runs import Run
+
+__all__ = ["bench_plots", "busbw_plot", "scale_plot", "speedup_plot", "train_plot"]
+
+_BACKEND_ORDER = ("torch.cuda.comm", "gpucomm.comm", "torch.distributed", "gpucomm.dist")
+_RC = {"svg.hashsalt": "gpucomm-report", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3}
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def backend_key(backend: str) -> tuple[int, str]:
+    """Sort key: the four known backends in their fixed order, then others by name."""
+    return (_BACKEND_ORDER.index(backend), "") if backend in _BACKEND_ORDER else (len(_BACKEND_ORDER), backend)
+
+
+def _render(name: str, title: str, draw: Callable[[object], None], width: float = 7.0,
+            height: float = 4.2) -> Figure:
+    """Draw on a fresh Agg figure and return it as PNG and SVG bytes."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure as MplFigure
+
+    with matplotlib.rc_context(_RC):
+        fig = MplFigure(figsize=(width, height), layout="constrained")
+        FigureCanvasAgg(fig)
+        draw(fig)
+        fig.suptitle(title)
+        png, svg = io.BytesIO(), io.BytesIO()
+        fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
+        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+    return Figure(name=_safe(name), title=title, png=png.getvalue(), svg=svg.getvalue())
+
+
+def _size_axis(ax, sizes: Iterable[int]) -> None:
+    """Log2 x axis with one binary-prefixed tick label per power of two (thinned to about 10)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    sizes = [s for s in sizes if s > 0]
+    ax.set_xscale("log", base=2)
+    if not sizes:
+        return
+    lo, hi = math.floor(math.log2(min(sizes))), math.ceil(math.log2(max(sizes)))
+    step = max(1, math.ceil((hi - lo + 1) / 10))
+    ax.xaxis.set_major_locator(FixedLocator([2.0 ** k for k in range(lo, hi + 1, step)]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: fmt_bytes(int(round(x)))))
+    ax.tick_params(axis="x", labelrotation=45)
+    ax.set_xlabel("message size (nccl-tests size column)")
+
+
+def _series_label(run: Run, backend: str, placement: str, n: int, multi: dict[str, bool]) -> str:
+    parts = [backend]
+    if multi["placement"]:
+        parts.append(placement)
+    if multi["n"]:
+        parts.append(f"n={n}")
+    if multi["run"]:
+        parts.append(f"[{run.label}]")
+    return " ".join(parts)
+
+
+def _bench_series(runs: Sequence[Run], op: str, value: Callable[[object], float | None]):
+    """{label: [(size, value)]} for one op, one line per run, backend, placement and n."""
+    rows = [(run, r) for run in runs for r in run.results.bench if r.op == op]
+    multi = {"placement": len({r.placement for _, r in rows}) > 1, "n": len({r.n for _, r in rows}) > 1,
+             "run": len(runs) > 1}
+    series: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
+    labels: dict[tuple, str] = {}
+    for run_index, run in enumerate(runs):
+        for r in run.results.bench:
+            v = value(r) if r.op == op else None
+            if v is None or v <= 0 or not math.isfinite(v):
+                continue
+            key = (run_index, backend_key(r.backend), r.placement != "out-of-place", r.n, r.dtype)
+            labels[key] = _series_label(run, r.backend, r.placement, r.n, multi)
+            series[key].append((r.size, v))
+    return [(labels[k], k[2], sorted(series[k])) for k in sorted(series)]
+
+
+def _draw_bench(series, ylabel: str, log_y: bool, baseline_line: bool):
+    def draw(fig) -> None:
+        ax = fig.add_subplot()
+        for label, in_place, points in series:
+            xs, ys = zip(*points, strict=True)
+            ax.plot(xs, ys, marker="o", markersize=3, linestyle="--" if in_place else "-", label=label)
+        _size_axis(ax, [x for _, _, pts in series for x, _ in pts])
+        if log_y:
+            ax.set_yscale("log")
+        if baseline_line:
+            ax.axhline(1.0, color="black", linewidth=1, linestyle=":", label="baseline (1.0x)")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
+    return draw
+
+
+def busbw_plot(runs: Sequence[Run], op: str) -> Figure | None:
+    """Bus bandwidth against size for one op, one line per backend (in-place dashed)."""
+    series = _bench_series(runs, op, lambda r: r.busbw_gbps)
+    if not series:
+        return None
+    return _render(f"busbw_{op}", f"{op}: bus bandwidth vs size",
+                   _draw_bench(series, "busbw (GB/s, per direction)", log_y=True, baseline_line=False))
+
+
+def speedup_plot(runs: Sequence[Run], op: str) -> Figure | None:
+    """Speedup against each row's baseline (baseline median time / row median time) vs size for one op."""
+    series = _bench_series(runs, op, lambda r: r.speedup if r.baseline and r.baseline != r.backend else None)
+    if not series:
+        return None
+    return _render(f"speedup_{op}", f"{op}: speedup vs baseline (>1 = faster)",
+                   _draw_bench(series, "baseline time / time", log_y=False, baseline_line=True))
+
+
+def bench_plots(runs: Sequence[Run], op: str) -> list[Figure]:
+    """The busbw and speedup plots of one op (those that have data)."""
+    return [f for f in (busbw_plot(runs, op), speedup_plot(runs, op)) if f is not None]
+
+
+def train_plot(runs: Sequence[Run]) -> Figure | None:
+    """Training samples/s and scaling efficiency against device count, one line per strategy and model."""
+    series: dict[tuple, list[tuple[int, float, float | None]]] = defaultdict(list)
+    models = {r.model for run in runs for r in run.results.train}
+    for i, run in enumerate(runs):
+        for r in run.results.train:
+            if r.status != "ok" or r.samples_per_s is None:
+                continue
+            label = r.strategy + (f" {r.model}" if len(models) > 1 else "") + (f" [{run.label}]" if len(runs) > 1 else "")
+            series[(i, label)].append((r.n_devices, r.samples_per_s, r.scaling_efficiency))
+    if not series:
+        return None
+
+    def draw(fig) -> None:
+        ax_t, ax_e = fig.subplots(1, 2)
+        for (_, label), points in sorted(series.items()):
+            points.sort()
+            ax_t.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+            eff = [(p[0], p[2]) for p in points if p[2] is not None]
+            if eff:
+                ax_e.plot([p[0] for p in eff], [100 * p[1] for p in eff], marker="o", label=label)
+        devices = sorted({p[0] for pts in series.values() for p in pts})
+        for ax in (ax_t, ax_e):
+            ax.set_xticks(devices)
+            ax.set_xlabel("devices")
+        ax_t.set_ylabel("samples/s (median over timed steps)")
+        ax_e.set_ylabel("scaling efficiency (%)")
+        ax_e.axhline(100, color="black", linewidth=1, linestyle=":")
+        ax_t.legend(fontsize=7)
+    return _render("train", "training throughput and scaling efficiency", draw, width=9.0)
+
+
+def scale_plot(runs: Sequence[Run]) -> Figure | None:
+    """``advise --scale``: predicted throughput and efficiency against GPUs (log2 x); OOM points as x."""
+    series: dict[tuple, list] = defaultdict(list)
+    hardware = {r.hardware for run in runs for r in run.results.scale}
+    for i, run in enumerate(runs):
+        for r in run.results.scale:
+            label = r.strategy + (f" {r.hardware}" if len(hardware) > 1 else "") + (f" [{run.label}]" if len(runs) > 1 else "")
+            series[(i, label)].append(r)
+    if not series:
+        return None
+
+    def draw(fig) -> None:
+        ax_t, ax_e = fig.subplots(1, 2)
+        for (_, label), points in sorted(series.items()):
+            points.sort(key=lambda r: r.gpus)
+            ok = [r for r in points if r.fits]
+            (line,) = ax_t.plot([r.gpus for r in ok], [r.samples_per_s for r in ok], marker="o", label=label)
+            ax_e.plot([r.gpus for r in ok], [100 * r.scaling_efficiency for r in ok], marker="o", label=label,
+                      color=line.get_color())
+            oom = [r for r in points if not r.fits]
+            if oom:
+                ax_t.plot([r.gpus for r in oom], [r.samples_per_s for r in oom], "x", color=line.get_color(),
+                          markersize=8, label=f"{label} (does not fit)")
+        gpus = sorted({r.gpus for pts in series.values() for r in pts})
+        for ax in (ax_t, ax_e):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(gpus, [str(g) for g in gpus])
+            ax.minorticks_off()
+            ax.set_xlabel("GPUs")
+        ax_t.set_yscale("log")
+        ax_t.set_ylabel("predicted samples/s")
+        ax_e.set_ylabel("predicted scaling efficiency (%)")
+        ax_t.legend(fontsize=7)
+    return _render("scale", "advise --scale: predicted throughput and efficiency", draw, width=9.0)
