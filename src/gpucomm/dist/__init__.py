@@ -1,0 +1,272 @@
+"""``gpucomm.dist`` — the collectives across processes, on ``torch.distributed``.
+
+torch.distributed is the engine (NCCL on GPUs, gloo on CPU); this module adds what people hand-roll
+badly: process-group setup (:func:`init`, :func:`shutdown`), a local launcher with failure handling
+(:func:`launch`), an opt-in cross-rank shape check (:mod:`gpucomm.dist.debug`), and collectives
+whose signatures mirror ``torch.distributed`` exactly (``tensor, op, group, async_op``) while
+accepting our str ops (``"sum"``, ``"avg"``, ``"max"``, ``"min"``, ``"prod"``)::
+
+    import gpucomm.dist as gd
+
+    def work():
+        t = torch.ones(4)
+        gd.all_reduce(t, op="avg")
+        return t.tolist()
+
+    gd.launch(work, 2)          # [[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]]
+
+Semantics that differ from calling torch directly:
+
+* ``op="avg"`` is native on NCCL; on every other backend (gloo lacks ``ReduceOp.AVG`` before torch
+  2.6) it is a sum followed by an in-place division by the world size, in the tensor's dtype.  With
+  ``async_op=True`` the division happens in the returned work's ``wait()``.  ``avg`` on integer or
+  bool tensors raises ``ValueError`` on every backend.
+* :func:`reduce` leaves the non-destination ranks' tensors as they were on every backend (gloo
+  uses them as scratch space; here it is given a copy).
+* :func:`send_recv` is the ring shift the Communicator needs: send to ``rank+1``, receive from
+  ``rank-1`` (mod world size); a world of one copies.
+
+Ranks (``src``, ``dst``) are global ranks, as in torch.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as _td
+
+from gpucomm._validate import check_tensor, fail_value
+from gpucomm.collectives import ReduceOp, parse_op
+from gpucomm.dist import debug
+from gpucomm.dist.debug import CollectiveMismatchError, set_debug_check
+from gpucomm.dist.launch import LaunchError, RankFailure, launch
+from gpucomm.dist.process_group import ProcessGroup, current, device, init, is_initialized, read_env, shutdown
+
+__all__ = [
+    "CollectiveMismatchError",
+    "LaunchError",
+    "P2POp",
+    "ProcessGroup",
+    "RankFailure",
+    "all_gather_into_tensor",
+    "all_reduce",
+    "all_to_all_single",
+    "backend",
+    "barrier",
+    "batch_isend_irecv",
+    "broadcast",
+    "current",
+    "device",
+    "gather",
+    "get_rank",
+    "get_world_size",
+    "init",
+    "irecv",
+    "is_initialized",
+    "isend",
+    "launch",
+    "read_env",
+    "recv",
+    "reduce",
+    "reduce_scatter_tensor",
+    "scatter",
+    "send",
+    "send_recv",
+    "set_debug_check",
+    "shutdown",
+]
+
+P2POp = _td.P2POp
+isend = _td.isend
+irecv = _td.irecv
+batch_isend_irecv = _td.batch_isend_irecv
+# torch >= 2.12 renames the tensor forms and deprecates the old names; use whichever exists.
+_all_gather_tensor = getattr(_td, "all_gather_single", None) or _td.all_gather_into_tensor
+_reduce_scatter_tensor = getattr(_td, "reduce_scatter_single", None) or _td.reduce_scatter_tensor
+
+_TORCH_OPS = {ReduceOp.SUM: _td.ReduceOp.SUM, ReduceOp.MAX: _td.ReduceOp.MAX,
+              ReduceOp.MIN: _td.ReduceOp.MIN, ReduceOp.PROD: _td.ReduceOp.PRODUCT}
+
+
+def get_rank(group: _td.ProcessGroup | None = None) -> int:
+    """This process's rank in ``group`` (torch.distributed.get_rank)."""
+    return _td.get_rank(group)
+
+
+def get_world_size(group: _td.ProcessGroup | None = None) -> int:
+    """The number of processes in ``group`` (torch.distributed.get_world_size)."""
+    return _td.get_world_size(group)
+
+
+def backend(group: _td.ProcessGroup | None = None) -> str:
+    """The backend of ``group`` as a lower-case str ("nccl", "gloo", ...)."""
+    return str(_td.get_backend(group)).lower()
+
+
+class _DivideOnWait:
+    """An async work whose ``wait()`` also divides the result by the world size (avg without AVG)."""
+
+    def __init__(self, work, tensor: torch.Tensor | None, divisor: int):
+        self._work, self._tensor, self._divisor = work, tensor, divisor
+
+    def wait(self, *args, **kwargs) -> bool:
+        done = self._work.wait(*args, **kwargs)
+        if self._tensor is not None:
+            self._tensor.div_(self._divisor)
+            self._tensor = None
+        return done
+
+    def is_completed(self) -> bool:
+        return self._tensor is None and self._work.is_completed()
+
+    def __getattr__(self, name):
+        return getattr(self._work, name)
+
+
+def _torch_op(op: object, tensor: torch.Tensor, group) -> tuple[object, bool]:
+    """Map our op to torch's; the bool says "sum now, divide by the world size afterwards"."""
+    red = parse_op(op)
+    if red is not ReduceOp.AVG:
+        return _TORCH_OPS[red], False
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        raise fail_value("op", "a floating-point tensor for op='avg'", f"dtype {tensor.dtype}",
+                         "use op='sum' and divide yourself, or cast to a float dtype")
+    if backend(group) == "nccl":
+        return _td.ReduceOp.AVG, False
+    return _td.ReduceOp.SUM, True
+
+
+def _finish(work, tensor: torch.Tensor | None, divide: bool, group, async_op: bool):
+    divisor = _td.get_world_size(group)
+    if async_op:
+        return _DivideOnWait(work, tensor if divide else None, divisor) if divide else work
+    if divide and tensor is not None:
+        tensor.div_(divisor)
+    return None
+
+
+def _check(name: str, group, **tensors) -> None:
+    for arg, t in tensors.items():
+        if t is not None:
+            check_tensor(t, arg)
+    if debug.debug_check_enabled():
+        debug.verify(name, group, tensors)
+
+
+def all_reduce(tensor: torch.Tensor, op: str | ReduceOp = "sum", group=None, async_op: bool = False):
+    """Reduce ``tensor`` across the group in place; every rank gets the result (torch.distributed.all_reduce)."""
+    _check("all_reduce", group, tensor=tensor)
+    top, divide = _torch_op(op, tensor, group)
+    work = _td.all_reduce(tensor, top, group=group, async_op=async_op)
+    return _finish(work, tensor, divide, group, async_op)
+
+
+def reduce(tensor: torch.Tensor, dst: int, op: str | ReduceOp = "sum", group=None, async_op: bool = False):
+    """Reduce ``tensor`` into global rank ``dst``'s tensor; the other ranks' tensors are left unchanged.
+
+    .. note:: gloo writes partial results into non-destination buffers, so there a copy is reduced
+       instead (one extra memcpy on those ranks).
+    """
+    _check("reduce", group, tensor=tensor)
+    top, divide = _torch_op(op, tensor, group)
+    is_dst = _td.get_rank() == dst
+    buf = tensor if is_dst or backend(group) == "nccl" else tensor.clone()
+    work = _td.reduce(buf, dst, top, group=group, async_op=async_op)
+    return _finish(work, tensor if is_dst else None, divide and is_dst, group, async_op)
+
+
+def broadcast(tensor: torch.Tensor, src: int, group=None, async_op: bool = False):
+    """Copy global rank ``src``'s tensor into every rank's ``tensor`` (torch.distributed.broadcast)."""
+    _check("broadcast", group, tensor=tensor)
+    return _td.broadcast(tensor, src, group=group, async_op=async_op)
+
+
+def all_gather_into_tensor(output_tensor: torch.Tensor, input_tensor: torch.Tensor, group=None,
+                           async_op: bool = False):
+    """Concatenate every rank's ``input_tensor`` along dim 0 into ``output_tensor`` on every rank."""
+    _check("all_gather_into_tensor", group, output_tensor=output_tensor, input_tensor=input_tensor)
+    return _all_gather_tensor(output_tensor, input_tensor, group=group, async_op=async_op)
+
+
+def reduce_scatter_tensor(output: torch.Tensor, input: torch.Tensor, op: str | ReduceOp = "sum", group=None,
+                          async_op: bool = False):
+    """Reduce ``input`` across ranks; rank i's ``output`` gets chunk i (dim 0) of the result."""
+    _check("reduce_scatter_tensor", group, output=output, input=input)
+    top, divide = _torch_op(op, input, group)
+    work = _reduce_scatter_tensor(output, input, top, group=group, async_op=async_op)
+    return _finish(work, output, divide, group, async_op)
+
+
+def scatter(tensor: torch.Tensor, scatter_list: list[torch.Tensor] | None = None, src: int = 0, group=None,
+            async_op: bool = False):
+    """Rank i's ``tensor`` gets ``scatter_list[i]`` of global rank ``src`` (torch.distributed.scatter)."""
+    _check("scatter", group, tensor=tensor)
+    return _td.scatter(tensor, scatter_list, src, group=group, async_op=async_op)
+
+
+def gather(tensor: torch.Tensor, gather_list: list[torch.Tensor] | None = None, dst: int = 0, group=None,
+           async_op: bool = False):
+    """Global rank ``dst``'s ``gather_list[i]`` gets rank i's ``tensor`` (torch.distributed.gather)."""
+    _check("gather", group, tensor=tensor)
+    return _td.gather(tensor, gather_list, dst, group=group, async_op=async_op)
+
+
+def all_to_all_single(output: torch.Tensor, input: torch.Tensor, output_split_sizes: list[int] | None = None,
+                      input_split_sizes: list[int] | None = None, group=None, async_op: bool = False):
+    """Chunk j (dim 0) of rank i's ``input`` lands as chunk i of rank j's ``output``."""
+    even = output_split_sizes is None and input_split_sizes is None
+    _check("all_to_all_single", group, **({"output": output, "input": input} if even else {}))
+    return _td.all_to_all_single(output, input, output_split_sizes, input_split_sizes, group=group,
+                                 async_op=async_op)
+
+
+def send(tensor: torch.Tensor, dst: int, group=None, tag: int = 0) -> None:
+    """Send ``tensor`` to global rank ``dst`` (blocking; torch.distributed.send)."""
+    check_tensor(tensor, "tensor")
+    _td.send(tensor, dst, group=group, tag=tag)
+
+
+def recv(tensor: torch.Tensor, src: int | None = None, group=None, tag: int = 0) -> int:
+    """Receive into ``tensor`` from global rank ``src`` (any rank when None); returns the sender's rank."""
+    check_tensor(tensor, "tensor")
+    return _td.recv(tensor, src, group=group, tag=tag)
+
+
+class _AllWorks:
+    """Several works waited as one."""
+
+    def __init__(self, works):
+        self._works = list(works)
+
+    def wait(self, *args, **kwargs) -> bool:
+        return all([w.wait(*args, **kwargs) is not False for w in self._works])
+
+    def is_completed(self) -> bool:
+        return all(w.is_completed() for w in self._works)
+
+
+def send_recv(output: torch.Tensor, input: torch.Tensor, group=None, async_op: bool = False):
+    """Ring shift: send ``input`` to group rank ``rank+1`` and receive ``output`` from ``rank-1`` (mod n).
+
+    One ``batch_isend_irecv`` of a send and a receive, so no rank blocks waiting for its peer to
+    post first.  In a world of one the output is a copy of the input.
+    """
+    _check("send_recv", group, output=output, input=input)
+    n, me = _td.get_world_size(group), _td.get_rank(group)
+    if n == 1:
+        output.copy_(input)
+        return _AllWorks([]) if async_op else None
+    peer = (lambda r: r) if group is None else (lambda r: _td.get_global_rank(group, r))
+    ops = [_td.P2POp(_td.isend, input, peer((me + 1) % n), group),
+           _td.P2POp(_td.irecv, output, peer((me - 1) % n), group)]
+    works = _AllWorks(_td.batch_isend_irecv(ops))
+    if async_op:
+        return works
+    works.wait()
+    return None
+
+
+def barrier(group=None, async_op: bool = False, device_ids: list[int] | None = None):
+    """Block until every rank of ``group`` reaches the barrier (on NCCL: on this process's GPU)."""
+    if device_ids is None and backend(group) == "nccl":
+        device_ids = [torch.cuda.current_device()]
+    return _td.barrier(group=group, async_op=async_op, device_ids=device_ids)
