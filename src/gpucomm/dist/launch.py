@@ -190,7 +190,7 @@ def _die_with_parent() -> None:
 def _worker(rank: int, spec: _WorkerSpec, conn, fn, args: tuple) -> None:
     _die_with_parent()
     os.environ.update(_worker_env(spec, rank))
-    stacks = open(os.path.join(spec.tmpdir, f"stack-{rank}.txt"), "w")  # noqa: SIM115 — lives as long as the process
+    stacks = open(os.path.join(spec.tmpdir, f"stack-{rank}.txt"), "w")  # kept open: the handler writes to it
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
     try:
         target = fn.resolve() if isinstance(fn, _FnRef) else fn
