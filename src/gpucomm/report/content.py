@@ -107,7 +107,7 @@ def _env_blocks(env: EnvRecord) -> list:
 def _runs_section(runs: Sequence[Run]) -> Section:
     section = Section("Runs", anchor="runs")
     for run in runs:
-        section.blocks.append(Paragraph(f"{run.label} — {run.directory}", tone="note"))
+        section.blocks.append(Paragraph(f"{run.tag}: {run.label} — {run.directory}", tone="note"))
         if not run.results.env:
             section.blocks.append(Paragraph("This directory has no env block.", tone="warning"))
         for i, env in enumerate(run.results.env):
@@ -118,7 +118,7 @@ def _runs_section(runs: Sequence[Run]) -> Section:
 
 
 def _units_section() -> Section:
-    return Section("Units", anchor="units", blocks=[KeyValues(UNITS)])
+    return Section("Units", anchor="units", blocks=[KeyValues(UNITS, mono=False)])
 
 
 # ---------------------------------------------------------------------------------------------- bench
@@ -145,7 +145,7 @@ def _wrong_section(runs: Sequence[Run]) -> Section | None:
             ("op", "", False), ("backend", "", False), ("size", "", True), ("type", "", False),
             ("redop", "", False), ("n", "", True), ("placement", "", False), ("#wrong", "elements", True),
             ("count", "elements", True), ("note", "", False)]
-        rows = [([runs[i].label] if multi else []) + [
+        rows = [([runs[i].tag] if multi else []) + [
             r.op, r.backend, fmt_bytes(r.size), r.dtype, r.reduce_op or MISSING, str(r.n), r.placement,
             fmt_wrong(r.wrong), str(r.count), r.note] for i, r in wrong]
         section.blocks.append(_table(cols, rows, ["wrong"] * len(rows)))
@@ -175,17 +175,19 @@ def _summary_table(runs: Sequence[Run], bench: list[tuple[int, BenchRecord]]) ->
         ("speedup median", "", True), ("speedup max", "", True), ("slower than baseline at", "", False),
         ("#wrong rows", "", True)]
     rows, flags = [], []
-    for key in sorted(groups):
+    op_order = {op: k for k, op in enumerate(dict.fromkeys(r.op for _, r in bench))}
+    for key in sorted(groups, key=lambda k: (k[0], op_order[k[1]], *k[2:])):
         i, op, _, backend, n, dtype = key
         rs = groups[key]
         peak = max(rs, key=lambda r: r.busbw_gbps)
         sp = [r.speedup for r in rs if r.speedup is not None and r.baseline and r.baseline != r.backend]
         slower = sorted({r.size for r in rs if r.speedup is not None and r.speedup < 1.0 and r.baseline != r.backend})
         n_wrong = sum(1 for r in rs if r.wrong > 0)
-        rows.append(([runs[i].label] if multi else []) + [
+        rows.append(([runs[i].tag] if multi else []) + [
             op, backend, str(n), dtype, str(len(rs)), fmt_float(peak.busbw_gbps), fmt_bytes(peak.size),
             fmt_speedup(min(sp)) if sp else MISSING, fmt_speedup(statistics.median(sp)) if sp else MISSING,
-            fmt_speedup(max(sp)) if sp else MISSING, ", ".join(map(fmt_bytes, slower)) if sp else MISSING,
+            fmt_speedup(max(sp)) if sp else MISSING,
+            (", ".join(map(fmt_bytes, slower)) or "none") if sp else MISSING,
             str(n_wrong)])
         flags.append("wrong" if n_wrong else "")
     return _table(cols, rows, flags, caption="Per op and backend, over every size and both placements.")
@@ -202,31 +204,41 @@ def _placement_cells(r: BenchRecord | None) -> list[str]:
             fmt_float(r.busbw_gbps), fmt_wrong(r.wrong), fmt_speedup(r.speedup)]
 
 
+def _constant_columns(bench: list[tuple[int, BenchRecord]]) -> dict[str, str]:
+    """type / redop / n / root values shared by every row of a table: said once in its caption."""
+    values = {"type": {r.dtype for _, r in bench}, "redop": {r.reduce_op or MISSING for _, r in bench},
+              "n": {str(r.n) for _, r in bench}, "root": {fmt_int(r.root) for _, r in bench}}
+    return {name: next(iter(v)) for name, v in values.items() if len(v) == 1}
+
+
 def _op_table(runs: Sequence[Run], op: str, bench: list[tuple[int, BenchRecord]]) -> Table:
     """One op's rows, keyed by run/backend/size/type/n, with each placement's columns side by side."""
     placements = sorted({r.placement for _, r in bench}, key=lambda p: (p != "out-of-place", p))
     timings = sorted({r.timing for _, r in bench})
+    constant = _constant_columns(bench)
     multi = len(runs) > 1
     show_timing = len(timings) > 1
     show_note = any(r.note for _, r in bench)
-    show_root = any(r.root is not None for _, r in bench)
     keyed: dict[tuple, dict[str, BenchRecord]] = defaultdict(dict)
     for i, r in bench:
         key = (i, r.n, r.dtype, r.reduce_op or "", r.root if r.root is not None else -1, r.size,
                plots.backend_key(r.backend), r.backend, r.count, r.timing)
         keyed[key][r.placement] = r
+    varying: list[tuple[str, Callable[[BenchRecord], str], bool]] = [
+        (name, get, num) for name, get, num in (
+            ("type", lambda r: r.dtype, False), ("redop", lambda r: r.reduce_op or MISSING, False),
+            ("root", lambda r: fmt_int(r.root), True), ("n", lambda r: str(r.n), True))
+        if name not in constant]
     lead = ([("run", "", False)] if multi else []) + [
-        ("backend", "", False), ("size", "", True), ("count", "elements", True), ("type", "", False),
-        ("redop", "", False)] + ([("root", "", True)] if show_root else []) + [("n", "", True)] + (
-        [("timing", "", False)] if show_timing else [])
+        ("backend", "", False), ("size", "", True), ("count", "elements", True)] + [
+        (name, "", num) for name, _, num in varying] + ([("timing", "", False)] if show_timing else [])
     cols = lead + _PLACEMENT_COLS * len(placements) + ([("note", "", False)] if show_note else [])
     rows, flags = [], []
     for key in sorted(keyed):
         by_placement = keyed[key]
         r0 = next(iter(by_placement.values()))
-        cells = ([runs[key[0]].label] if multi else []) + [
-            r0.backend, fmt_bytes(r0.size), str(r0.count), r0.dtype, r0.reduce_op or MISSING] + (
-            [fmt_int(r0.root)] if show_root else []) + [str(r0.n)] + ([r0.timing] if show_timing else [])
+        cells = ([runs[key[0]].tag] if multi else []) + [r0.backend, fmt_bytes(r0.size), str(r0.count)]
+        cells += [get(r0) for _, get, _ in varying] + ([r0.timing] if show_timing else [])
         for p in placements:
             cells += _placement_cells(by_placement.get(p))
         if show_note:
@@ -236,7 +248,9 @@ def _op_table(runs: Sequence[Run], op: str, bench: list[tuple[int, BenchRecord]]
     groups = [("", len(lead))] + [(p, len(_PLACEMENT_COLS)) for p in placements]
     if show_note:
         groups.append(("", 1))
-    caption = f"timing: {', '.join(timings)}" + ("" if len(placements) > 1 else f"; placement: {placements[0]}")
+    shared = [f"{name} {value}" for name, value in constant.items() if value != MISSING]
+    caption = ", ".join(shared + [f"timing {', '.join(timings)}"]
+                        + ([] if len(placements) > 1 else [f"placement {placements[0]}"]))
     return _table(cols, rows, flags, caption=caption, groups=groups)
 
 
@@ -251,8 +265,8 @@ def _cross_run_table(runs: Sequence[Run], op: str, bench: list[tuple[int, BenchR
         return None
     cols = [("backend", "", False), ("size", "", True), ("type", "", False), ("n", "", True),
             ("placement", "", False)]
-    cols += [(f"time med [{run.label}]", "µs", True) for run in runs]
-    cols += [(f"speedup [{run.label}]", f"× [{runs[0].label}]", True) for run in runs[1:]]
+    cols += [(f"time med [{run.tag}]", "µs", True) for run in runs]
+    cols += [(f"speedup [{run.tag}]", f"× [{runs[0].tag}]", True) for run in runs[1:]]
     rows, flags = [], []
     for key in sorted(shared):
         by_run = shared[key]
@@ -317,7 +331,7 @@ def _train_table(runs: Sequence[Run], train: list[tuple[int, TrainRecord]]) -> T
     multi = len(runs) > 1
     cols = ([("run", "", False)] if multi else []) + _TRAIN_COLS
     ordered = sorted(train, key=lambda x: (x[0], x[1].model, _strategy_key(x[1].strategy), x[1].n_devices))
-    rows = [([runs[i].label] if multi else []) + [
+    rows = [([runs[i].tag] if multi else []) + [
         r.model, r.strategy, str(r.n_devices), r.precision, r.status, fmt_float(r.samples_per_s, 1),
         fmt_float(r.tokens_per_s, 0), fmt_float(r.step_ms_median), fmt_float(r.step_ms_p90),
         fmt_mem(max(r.peak_mem_bytes)) if r.peak_mem_bytes else MISSING, fmt_float(r.comm_ms_median),
@@ -347,8 +361,8 @@ def _train_section(runs: Sequence[Run]) -> Section | None:
 # ---------------------------------------------------------------------------------------------- advice
 def _advice_table(runs: Sequence[Run], i: int, records: list[AdviceRecord]) -> Table:
     cols = [("rank", "", True), ("strategy", "", False), ("step", "s", True), ("samples/s", "", True),
-            ("tokens/s", "", True), ("scaling eff", "", True), ("memory/GPU", "GiB", True),
-            ("capacity", "GiB", True), ("fits", "", False), ("comm share", "", True),
+            ("tokens/s", "", True), ("scaling eff", "", True), ("memory/GPU", "", True),
+            ("capacity", "", True), ("fits", "", False), ("comm share", "", True),
             ("calibrated", "", False), ("reason", "", False)]
     ordered = advice_order(records)
     rows = [[fmt_int(r.rank) if r.fits else "OOM", r.strategy, fmt_float(r.step_time_s, 4),
@@ -389,7 +403,7 @@ def _advice_section(runs: Sequence[Run]) -> Section | None:
         return None
     section = Section("Advice", anchor="advice")
     for i, run in enumerate(runs):
-        prefix = f"[{run.label}] " if len(runs) > 1 else ""
+        prefix = f"[{run.tag}] " if len(runs) > 1 else ""
         by_workload = _grouped(run.results.advice, lambda r: (r.hardware, r.nodes, r.gpus_per_node, r.model,
                                                               r.params, r.global_batch, r.seq_len))
         for (hw, nodes, per_node, model, params, batch, seq), records in by_workload.items():
@@ -414,7 +428,7 @@ def _banners(runs: Sequence[Run]) -> list[Paragraph]:
     banners = []
     cpu = [run for run in runs if run.is_cpu]
     if cpu:
-        which = "All runs" if len(cpu) == len(runs) else ", ".join(run.label for run in cpu)
+        which = "All runs" if len(cpu) == len(runs) else ", ".join(f"{run.tag} ({run.label})" for run in cpu)
         banners.append(Paragraph(f"These are CPU numbers. {which}: measured on CPU, not on GPUs. They show "
                                  "correctness and overheads; they say nothing about GPU performance.",
                                  tone="warning"))
@@ -440,5 +454,5 @@ def document(runs: Sequence[Run]) -> Document:
                 flat.append(current)
             else:
                 current.blocks.append(b)
-    subtitle = " | ".join(run.label for run in runs)
+    subtitle = " | ".join(run.label if len(runs) == 1 else f"{run.tag}: {run.label}" for run in runs)
     return Document(title="gpucomm report", subtitle=subtitle, banners=_banners(runs), sections=flat)

@@ -34,6 +34,8 @@ class KeyValues:
     """A two-column list of names and values (versions, settings)."""
 
     pairs: list[tuple[str, str]]
+    mono: bool = True
+    """Values in a fixed-width font (settings, versions); False for prose (the units legend)."""
     kind: str = field(default="keyvalues", init=False)
 
 

@@ -16,6 +16,8 @@ from gpucomm.report.document import Document
 __all__ = ["TEMPLATE", "render"]
 
 TEMPLATE = "report.html.j2"
+_WRAP_COLUMNS = ("note", "reason", "run")  # prose columns may wrap; numbers and names stay on one line
+_WIDE_FIGURES = ("train", "scale")  # two panels each: given the full width
 
 
 def _data_uri(svg: bytes) -> str:
@@ -34,4 +36,5 @@ def _environment():
 def render(doc: Document) -> str:
     """The whole report as one HTML page."""
     source = resources.files("gpucomm.report").joinpath("templates").joinpath(TEMPLATE).read_text(encoding="utf-8")
-    return _environment().from_string(source).render(doc=doc)
+    return _environment().from_string(source).render(doc=doc, wrap_columns=_WRAP_COLUMNS,
+                                                      wide_figures=_WIDE_FIGURES)

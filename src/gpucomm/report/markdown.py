@@ -26,20 +26,30 @@ def escape(text: str) -> str:
     return _SPECIAL.sub(lambda m: _ESCAPES[m.group()], " ".join(str(text).splitlines()))
 
 
+_SHORT = {"out-of-place": "out", "in-place": "in"}
+
+
 def _headers(table: Table) -> list[str]:
+    """Headers with their group folded in: "busbw (in)" for the in-place busbw column."""
     headers, col = [], 0
     for label, span in table.groups or [("", len(table.headers))]:
         for h in table.headers[col:col + span]:
-            headers.append(f"{h} ({label})" if label else h)
+            headers.append(f"{h} ({_SHORT.get(label, label)})" if label else h)
         col += span
     return headers
+
+
+def _groups_note(table: Table) -> str:
+    labels = [label for label, _ in table.groups if label in _SHORT]
+    return "; ".join(f"({_SHORT[label]}) = {label}" for label in labels)
 
 
 def _table(table: Table) -> list[str]:
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(cells) + " |"
 
-    out = [f"*{escape(table.caption)}*", ""] if table.caption else []
+    caption = "; ".join(c for c in (table.caption, _groups_note(table)) if c)
+    out = [f"*{escape(caption)}*", ""] if caption else []
     out.append(line([escape(h) for h in _headers(table)]))
     out.append("|" + "|".join("---:" if num else ":---" for num in table.numeric) + "|")
     if any(table.units):

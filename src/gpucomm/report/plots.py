@@ -80,35 +80,46 @@ def _series_label(run: Run, backend: str, placement: str, n: int, multi: dict[st
     if multi["n"]:
         parts.append(f"n={n}")
     if multi["run"]:
-        parts.append(f"[{run.label}]")
+        parts.append(f"[{run.tag}]")
     return " ".join(parts)
 
 
 def _bench_series(runs: Sequence[Run], op: str, value: Callable[[object], float | None]):
-    """{label: [(size, value)]} for one op, one line per run, backend, placement and n."""
+    """One line per run, backend, placement and n of one op: (label, colour index, in-place, points).
+
+    Each point is (size, value, wrong); a backend keeps its colour across placements.
+    """
     rows = [(run, r) for run in runs for r in run.results.bench if r.op == op]
     multi = {"placement": len({r.placement for _, r in rows}) > 1, "n": len({r.n for _, r in rows}) > 1,
              "run": len(runs) > 1}
-    series: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
+    series: dict[tuple, list[tuple[int, float, bool]]] = defaultdict(list)
     labels: dict[tuple, str] = {}
     for run_index, run in enumerate(runs):
         for r in run.results.bench:
             v = value(r) if r.op == op else None
             if v is None or v <= 0 or not math.isfinite(v):
                 continue
-            key = (run_index, backend_key(r.backend), r.placement != "out-of-place", r.n, r.dtype)
+            key = (run_index, backend_key(r.backend), r.n, r.dtype, r.placement != "out-of-place")
             labels[key] = _series_label(run, r.backend, r.placement, r.n, multi)
-            series[key].append((r.size, v))
-    return [(labels[k], k[2], sorted(series[k])) for k in sorted(series)]
+            series[key].append((r.size, v, r.wrong > 0))
+    colours = {k[:4]: i for i, k in enumerate(dict.fromkeys(k[:4] for k in sorted(series)))}
+    return [(labels[k], colours[k[:4]], k[4], sorted(series[k])) for k in sorted(series)]
 
 
 def _draw_bench(series, ylabel: str, log_y: bool, baseline_line: bool):
     def draw(fig) -> None:
         ax = fig.add_subplot()
-        for label, in_place, points in series:
-            xs, ys = zip(*points, strict=True)
-            ax.plot(xs, ys, marker="o", markersize=3, linestyle="--" if in_place else "-", label=label)
-        _size_axis(ax, [x for _, _, pts in series for x, _ in pts])
+        wrong_labelled = False
+        for label, colour, in_place, points in series:
+            xs, ys, wrong = zip(*points, strict=True)
+            ax.plot(xs, ys, marker="o", markersize=3, color=f"C{colour % 10}",
+                    linestyle="--" if in_place else "-", label=label)
+            bad = [(x, y) for x, y, w in zip(xs, ys, wrong, strict=True) if w]
+            if bad:
+                ax.plot(*zip(*bad, strict=True), "X", color="red", markersize=9, linestyle="none",
+                        label=None if wrong_labelled else "WRONG result")
+                wrong_labelled = True
+        _size_axis(ax, [p[0] for *_, pts in series for p in pts])
         if log_y:
             ax.set_yscale("log")
         if baseline_line:
@@ -132,7 +143,7 @@ def speedup_plot(runs: Sequence[Run], op: str) -> Figure | None:
     series = _bench_series(runs, op, lambda r: r.speedup if r.baseline and r.baseline != r.backend else None)
     if not series:
         return None
-    return _render(f"speedup_{op}", f"{op}: speedup vs baseline (>1 = faster)",
+    return _render(f"speedup_{op}", f"{op}: speedup vs baseline (above 1 = faster)",
                    _draw_bench(series, "baseline time / time", log_y=False, baseline_line=True))
 
 
@@ -142,30 +153,37 @@ def bench_plots(runs: Sequence[Run], op: str) -> list[Figure]:
 
 
 def train_plot(runs: Sequence[Run]) -> Figure | None:
-    """Training samples/s and scaling efficiency against device count, one line per strategy and model."""
-    series: dict[tuple, list[tuple[int, float, float | None]]] = defaultdict(list)
+    """Training samples/s and scaling efficiency as bars grouped by device count, one bar per strategy.
+
+    Bars, not lines: device counts are few and strategies often have one count each, and a line would
+    suggest measurements between the points.
+    """
     models = {r.model for run in runs for r in run.results.train}
-    for i, run in enumerate(runs):
+    bars: dict[str, dict[int, tuple[float, float | None]]] = defaultdict(dict)
+    for run in runs:
         for r in run.results.train:
             if r.status != "ok" or r.samples_per_s is None:
                 continue
-            label = r.strategy + (f" {r.model}" if len(models) > 1 else "") + (f" [{run.label}]" if len(runs) > 1 else "")
-            series[(i, label)].append((r.n_devices, r.samples_per_s, r.scaling_efficiency))
-    if not series:
+            label = (r.strategy + (f" {r.model}" if len(models) > 1 else "")
+                     + (f" [{run.tag}]" if len(runs) > 1 else ""))
+            bars[label][r.n_devices] = (r.samples_per_s, r.scaling_efficiency)
+    if not bars:
         return None
+    devices = sorted({n for per in bars.values() for n in per})
+    width = 0.8 / len(bars)
 
     def draw(fig) -> None:
         ax_t, ax_e = fig.subplots(1, 2)
-        for (_, label), points in sorted(series.items()):
-            points.sort()
-            ax_t.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
-            eff = [(p[0], p[2]) for p in points if p[2] is not None]
+        for k, (label, per) in enumerate(bars.items()):
+            xs = [devices.index(n) + (k - (len(bars) - 1) / 2) * width for n in per]
+            ax_t.bar(xs, [v[0] for v in per.values()], width, label=label, color=f"C{k % 10}")
+            eff = [(x, v[1]) for x, v in zip(xs, per.values(), strict=True) if v[1] is not None]
             if eff:
-                ax_e.plot([p[0] for p in eff], [100 * p[1] for p in eff], marker="o", label=label)
-        devices = sorted({p[0] for pts in series.values() for p in pts})
+                ax_e.bar([e[0] for e in eff], [100 * e[1] for e in eff], width, label=label, color=f"C{k % 10}")
         for ax in (ax_t, ax_e):
-            ax.set_xticks(devices)
+            ax.set_xticks(range(len(devices)), [str(n) for n in devices])
             ax.set_xlabel("devices")
+            ax.grid(axis="x", visible=False)
         ax_t.set_ylabel("samples/s (median over timed steps)")
         ax_e.set_ylabel("scaling efficiency (%)")
         ax_e.axhline(100, color="black", linewidth=1, linestyle=":")
@@ -179,7 +197,7 @@ def scale_plot(runs: Sequence[Run]) -> Figure | None:
     hardware = {r.hardware for run in runs for r in run.results.scale}
     for i, run in enumerate(runs):
         for r in run.results.scale:
-            label = r.strategy + (f" {r.hardware}" if len(hardware) > 1 else "") + (f" [{run.label}]" if len(runs) > 1 else "")
+            label = r.strategy + (f" {r.hardware}" if len(hardware) > 1 else "") + (f" [{run.tag}]" if len(runs) > 1 else "")
             series[(i, label)].append(r)
     if not series:
         return None

@@ -22,11 +22,15 @@ __all__ = ["Run", "device_name", "load_runs", "run_label"]
 
 @dataclass(slots=True)
 class Run:
-    """One result directory: its records and the label the report shows for it."""
+    """One result directory: its records, its label, and the short tag tables and plots use for it."""
 
     label: str
+    """``hostname · device · torch version · date``, made distinct among the runs of one report."""
     directory: Path
     results: ResultSet
+    tag: str = "run 1"
+    """"run 1", "run 2", …: what a table's run column and a plot legend say (the Runs section maps
+    each tag to its label)."""
 
     @property
     def env(self) -> EnvRecord | None:
@@ -85,4 +89,5 @@ def load_runs(result_dirs: Sequence[str | os.PathLike[str]]) -> list[Run]:
         if not (r.bench or r.train or r.advice or r.scale or r.env):
             raise RecordError(f"{str(d)!r} holds no records; pass a gpucomm result directory")
     labels = _distinct([run_label(r.env[0] if r.env else None) for r in results], directories)
-    return [Run(label, d, r) for label, d, r in zip(labels, directories, results, strict=True)]
+    return [Run(label, d, r, tag=f"run {i}")
+            for i, (label, d, r) in enumerate(zip(labels, directories, results, strict=True), 1)]
