@@ -1,0 +1,239 @@
+"""Cost formulas: collective time (alpha-beta), memory per GPU, compute per step.
+
+Pure functions of numbers, each with its source (``reference/cost-model.md``).  Times are seconds,
+sizes bytes, bandwidths bytes/s unless a name says otherwise.  ``n`` is the participant count.
+
+Collectives (ring, Thakur/Rabenseifner/Gropp 2005, as MPICH's comments and nccl-tests' busbw define them;
+``S`` is the nccl-tests size: the larger buffer of one participant, B the busbw-style link bandwidth,
+alpha the latency of one ring step):
+
+* all_reduce: ``2(n-1)/n * S/B + 2(n-1) alpha``
+* all_gather, reduce_scatter: ``(n-1)/n * S/B + (n-1) alpha``
+* broadcast, reduce (pipelined chain): ``S/B + (n-1) alpha``
+* all_reduce, double binary tree across machines: same bandwidth term, ``2 ceil(log2 m) alpha`` latency
+  (NCCL tuning.cc: Tree latency ``2 log2(nNodes) interLat``; the formula rates tree and ring bandwidth equal,
+  NCCL #1368).  Across machines the cheaper of ring and tree is taken, as NCCL's tuner takes the argmin.
+
+Across ``m`` machines of ``g`` GPUs, collectives are hierarchical: intra-node reduce-scatter, inter-node
+all-reduce of each GPU's 1/g shard (each GPU on its own NIC, so a machine's NICs together carry ``S``),
+intra-node all-gather.  NCCL pipelines chunks through the stages, so by default the *bandwidth* terms
+overlap — the step takes the slower tier, the intra-node reduce-scatter and all-gather adding up because
+they share the NVLinks — while latencies add.  On 2-4 nodes of 8xH100 with 8x400G IB this gives
+390-403 GB/s busbw against 365-470 measured (collective-bench.md §3); ``pipelined=False`` adds the tiers.
+
+Memory (ZeRO, Rajbhandari et al. SC'20; cost-model.md §3): with w, g bytes per weight and gradient and
+K bytes of optimizer state per parameter, plain data parallel holds ``(w+g+K) Psi``; ZeRO-1
+``(w+g) Psi + K Psi/N``; ZeRO-2 ``w Psi + (g+K) Psi/N``; ZeRO-3 ``(w+g+K) Psi/N``.  Mixed-precision Adam:
+w=2, g=2, K=12, so 16 Psi -> 4 Psi + 12 Psi/N -> 2 Psi + 14 Psi/N -> 16 Psi/N.
+
+Compute (Transformer Math 101): ``6 Psi D`` FLOPs per step for D tokens, 2 forward + 4 backward.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "DDP_BUCKET_CAP_BYTES",
+    "DDP_FIRST_BUCKET_BYTES",
+    "OPTIMIZER_BYTES_TOUCHED",
+    "PRECISIONS",
+    "Precision",
+    "bucket_sizes",
+    "gpt_activation_bytes",
+    "hierarchical_s",
+    "model_state_bytes",
+    "overlapped_exposed_s",
+    "ring_all_gather_s",
+    "ring_all_reduce_s",
+    "ring_broadcast_s",
+    "ring_reduce_scatter_s",
+    "train_flops",
+    "tree_all_reduce_s",
+]
+
+MiB = 2**20
+DDP_BUCKET_CAP_BYTES = 25 * MiB
+"""DDP's default ``bucket_cap_mb=25`` (torch/nn/parallel/distributed.py; cost-model.md §2)."""
+DDP_FIRST_BUCKET_BYTES = 1 * MiB
+"""``dist._DEFAULT_FIRST_BUCKET_BYTES``: the small first bucket (cost-model.md §2)."""
+
+OPTIMIZER_BYTES_TOUCHED = {"adam": 28, "sgd": 20}
+"""Bytes of memory traffic per parameter in one optimizer step (the step is memory-bound).
+
+Adam reads weights, gradients, both moments and writes weights and moments: 7 fp32 streams = 28 B;
+SGD with momentum: weights r/w, gradient r, momentum r/w = 5 streams = 20 B.  Our count, not a citation.
+"""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Precision:
+    """Bytes per parameter a precision mode keeps, and the dtype its matrix math runs in."""
+
+    name: str
+    weight_bytes: int
+    grad_bytes: int
+    """Also the bytes per parameter that gradient collectives move."""
+    optimizer_bytes: dict[str, int]
+    """K, by optimizer: Adam's state (+ an fp32 master copy in mixed precision); SGD with momentum."""
+    compute_dtype: str
+
+
+PRECISIONS: dict[str, Precision] = {p.name: p for p in (
+    # fp32: weights 4 + grads 4 + Adam moments 8 = 16 Psi; SGD momentum 4.
+    Precision(name="fp32", weight_bytes=4, grad_bytes=4, optimizer_bytes={"adam": 8, "sgd": 4},
+              compute_dtype="fp32"),
+    # torch.autocast: parameters and gradients stay fp32, matmuls run in bf16.
+    Precision(name="bf16-autocast", weight_bytes=4, grad_bytes=4, optimizer_bytes={"adam": 8, "sgd": 4},
+              compute_dtype="bf16"),
+    # ZeRO's mixed precision: bf16 weights and grads, fp32 master + moments (K = 12); SGD: master + momentum.
+    Precision(name="bf16", weight_bytes=2, grad_bytes=2, optimizer_bytes={"adam": 12, "sgd": 8},
+              compute_dtype="bf16"),
+    Precision(name="fp16", weight_bytes=2, grad_bytes=2, optimizer_bytes={"adam": 12, "sgd": 8},
+              compute_dtype="fp16"),
+)}
+
+
+def _check_n(n: int) -> None:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"n: expected a participant count >= 1, but got {n!r}")
+
+
+def ring_all_reduce_s(nbytes: float, n: int, bandwidth: float, alpha_s: float) -> float:
+    """Ring all_reduce: ``2(n-1)/n * S/B + 2(n-1) alpha``; 0 for one participant."""
+    _check_n(n)
+    return 2 * (n - 1) / n * nbytes / bandwidth + 2 * (n - 1) * alpha_s
+
+
+def ring_all_gather_s(nbytes: float, n: int, bandwidth: float, alpha_s: float) -> float:
+    """Ring all_gather of an ``S``-byte output: ``(n-1)/n * S/B + (n-1) alpha``."""
+    _check_n(n)
+    return (n - 1) / n * nbytes / bandwidth + (n - 1) * alpha_s
+
+
+ring_reduce_scatter_s = ring_all_gather_s
+"""Ring reduce_scatter of an ``S``-byte input: the same cost as all_gather (MPICH, nccl-tests)."""
+
+
+def ring_broadcast_s(nbytes: float, n: int, bandwidth: float, alpha_s: float) -> float:
+    """Pipelined broadcast or reduce: ``S/B + (n-1) alpha`` (busbw factor 1); 0 for one participant."""
+    _check_n(n)
+    return 0.0 if n == 1 else nbytes / bandwidth + (n - 1) * alpha_s
+
+
+def tree_all_reduce_s(nbytes: float, n: int, bandwidth: float, alpha_s: float) -> float:
+    """Double-binary-tree all_reduce: ring's bandwidth term, ``2 ceil(log2 n) alpha`` latency."""
+    _check_n(n)
+    if n == 1:
+        return 0.0
+    return 2 * (n - 1) / n * nbytes / bandwidth + 2 * math.ceil(math.log2(n)) * alpha_s
+
+
+def hierarchical_s(op: str, nbytes: float, g: int, m: int, intra: tuple[float, float],
+                   inter: tuple[float, float] | None, pipelined: bool = True) -> float:
+    """A collective over ``m`` machines of ``g`` GPUs each (see the module docstring).
+
+    Args:
+        op: "all_reduce", "all_gather", "reduce_scatter"; "broadcast", "reduce", "scatter", "gather"
+            on one machine only.
+        nbytes: the nccl-tests size S.
+        intra: (bandwidth B/s per GPU, alpha s) of the link inside a machine.
+        inter: (bandwidth B/s per machine, all NICs, alpha s) between machines; needed when m > 1.
+        pipelined: overlap the tiers' bandwidth terms (NCCL pipelines chunks); False adds them.
+    """
+    _check_n(g)
+    _check_n(m)
+    bi, ai = intra
+    if op in ("broadcast", "reduce"):
+        if m > 1:
+            raise ValueError(f"{op} across machines is not modelled (DataParallel runs on one machine)")
+        return ring_broadcast_s(nbytes, g, bi, ai)
+    if op in ("scatter", "gather"):  # (n-1)/n of S leaves or reaches the root: all_gather's cost
+        op = "all_gather"
+        if m > 1:
+            raise ValueError("scatter/gather across machines is not modelled (DataParallel runs on one machine)")
+    if op not in ("all_reduce", "all_gather", "reduce_scatter"):
+        raise ValueError(f"op: expected all_reduce, all_gather, reduce_scatter, broadcast, reduce, scatter or "
+                         f"gather, but got {op!r}")
+    passes = 2 if op == "all_reduce" else 1
+    intra_bw = passes * (g - 1) / g * nbytes / bi
+    intra_lat = passes * (g - 1) * ai
+    if m == 1:
+        return intra_bw + intra_lat
+    if inter is None:
+        raise ValueError(f"m={m} machines but the profile has no inter-node network; pass --network")
+    bn, an = inter
+    inter_bw = passes * (m - 1) / m * nbytes / bn
+    steps = 2 * (m - 1) if op == "all_reduce" else m - 1
+    if op == "all_reduce":
+        steps = min(steps, 2 * math.ceil(math.log2(m)))  # tree when cheaper
+    lat = intra_lat + steps * an
+    return lat + (max(intra_bw, inter_bw) if pipelined else intra_bw + inter_bw)
+
+
+def bucket_sizes(total_bytes: int, cap: int = DDP_BUCKET_CAP_BYTES,
+                 first: int = DDP_FIRST_BUCKET_BYTES) -> list[int]:
+    """DDP's buckets in the order they fill during backward: a small first one, then ``cap``-sized ones."""
+    if total_bytes <= 0:
+        return []
+    sizes = [min(first, total_bytes)]
+    left = total_bytes - sizes[0]
+    while left > 0:
+        sizes.append(min(cap, left))
+        left -= sizes[-1]
+    return sizes
+
+
+def overlapped_exposed_s(sizes: Sequence[float], times: Sequence[float], window_s: float,
+                         start_s: float = 0.0) -> float:
+    """Communication left exposed after a compute window that produces ``sizes`` bytes evenly.
+
+    Chunk i becomes ready when the window has produced its bytes (cumulative share of ``window_s``,
+    from ``start_s``); chunks go one after another on one communication stream, each taking
+    ``times[i]``.  Returns how far the last one ends past the window's end: the last bucket can never
+    overlap, and anything the stream could not keep up with is exposed too (cost-model.md §6.2).
+    """
+    total = float(sum(sizes))
+    if total <= 0:
+        return 0.0
+    done, end = 0.0, start_s
+    for size, t in zip(sizes, times, strict=True):
+        done += size
+        ready = start_s + window_s * done / total
+        end = max(end, ready) + t
+    return max(0.0, end - (start_s + window_s))
+
+
+def model_state_bytes(stage: int, psi: int, n: int, precision: Precision, optimizer: str) -> float:
+    """Per-GPU bytes of weights + gradients + optimizer state under ZeRO stage 0-3 over n ranks."""
+    _check_n(n)
+    w, g = precision.weight_bytes, precision.grad_bytes
+    k = precision.optimizer_bytes[optimizer]
+    if stage == 0:
+        return (w + g + k) * psi
+    if stage == 1:
+        return (w + g) * psi + k * psi / n
+    if stage == 2:
+        return w * psi + (g + k) * psi / n
+    if stage == 3:
+        return (w + g + k) * psi / n
+    raise ValueError(f"stage: expected a ZeRO stage 0-3, but got {stage!r}")
+
+
+def gpt_activation_bytes(layers: int, d_model: int, seq_len: int, batch: float, vocab: int) -> float:
+    """Activation memory of a GPT step, no recomputation, fused attention.
+
+    ``34 s b h L`` (Korthikanti et al. 2022, "Reducing Activation Recomputation", 16-bit activations; the
+    ``5 a s^2 b`` attention-score term is dropped because SDPA/flash attention does not store scores)
+    plus ``8 s b V`` for fp32 logits and their gradient.  For GPT-124M at 16x1024 this gives 10.9 GiB of
+    activations + 1.9 GiB of state = 12.8 GiB, against 15.0 GiB measured peak on an H200
+    (measured-h200.md): an underestimate of ~15% (allocator slack and temporaries are not counted).
+    """
+    return 34 * seq_len * batch * d_model * layers + 8 * seq_len * batch * vocab
+
+
+def train_flops(psi: int, tokens: float) -> float:
+    """Training FLOPs per step: ``6 Psi D`` (2 forward + 4 backward; Transformer Math 101)."""
+    return 6 * psi * tokens
