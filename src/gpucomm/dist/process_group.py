@@ -23,6 +23,7 @@ returns is a context manager that calls it, also when the body raises::
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import inspect
 import os
@@ -251,14 +252,28 @@ def _init_explicit(backend: str, timeout: _dt.timedelta, store: dist.Store, rank
                                   device=dev, source="explicit"), None)
 
 
+@contextlib.contextmanager
+def _loopback_sockets():
+    """Pin gloo's and NCCL's sockets to ``lo`` while the group is created (unless the user chose)."""
+    names = [n for n in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") if n not in os.environ]
+    os.environ.update(dict.fromkeys(names, "lo"))
+    try:
+        yield
+    finally:
+        for n in names:
+            os.environ.pop(n, None)
+
+
 def _init_single(backend: str, timeout: _dt.timedelta) -> ProcessGroup:
-    # A world of one through a FileStore in a 0700 directory: no socket listens anywhere.
+    # A world of one through a FileStore in a 0700 directory, its sockets on loopback: nothing
+    # listens beyond this machine.
     tmp = tempfile.mkdtemp(prefix="gpucomm-pg-")
     try:
         dev = _pick_device(backend, 0)
         store = dist.FileStore(os.path.join(tmp, "store"), 1)
-        dist.init_process_group(backend, store=store, rank=0, world_size=1, timeout=timeout,
-                                **_init_kwargs(dev))
+        with _loopback_sockets():
+            dist.init_process_group(backend, store=store, rank=0, world_size=1, timeout=timeout,
+                                    **_init_kwargs(dev))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

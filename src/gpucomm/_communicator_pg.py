@@ -1,0 +1,158 @@
+"""ProcessGroupCommunicator: the Communicator over a torch.distributed process group, one participant per rank.
+
+Each rank holds one participant (its own device: ``cuda:LOCAL_RANK`` under NCCL, ``cpu`` under gloo),
+so every list argument has length 1, participant indices are group ranks, and the calls forward to
+:mod:`gpucomm.dist` (broadcast, reduce, all_reduce, all_gather_into_tensor, reduce_scatter_tensor,
+scatter, gather, all_to_all_single, and one ``batch_isend_irecv`` for send_recv).
+
+.. note:: ``op="avg"`` is native on NCCL and a sum followed by a division on gloo (see
+   :mod:`gpucomm.dist`); with power-of-two world sizes and exactly representable sums both are exact.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as _td
+
+from gpucomm import collectives as _spec
+from gpucomm import dist as gd
+from gpucomm.collectives import ReduceOp
+from gpucomm.communicator import (
+    Communicator,
+    OptionalTensors,
+    Tensors,
+    _check_held,
+    _check_root,
+    _check_shape,
+    _check_splits,
+)
+from gpucomm.devices import DeviceLike, parse_device
+
+__all__ = ["ProcessGroupCommunicator"]
+
+
+class ProcessGroupCommunicator(Communicator):
+    """The Communicator on a process group: this rank holds one participant, its own device.
+
+    Args:
+        group: the process group (None: the default group, which must be initialised, e.g. by
+            :func:`gpucomm.dist.init` or inside :func:`gpucomm.dist.launch`).
+        device: this rank's device; default :func:`gpucomm.dist.device` (``cuda:LOCAL_RANK`` under
+            NCCL, ``cpu`` otherwise).
+
+    Raises:
+        RuntimeError: no default process group is initialised.
+    """
+
+    def __init__(self, group: _td.ProcessGroup | None = None, device: DeviceLike | None = None):
+        if not gd.is_initialized():
+            raise RuntimeError("ProcessGroupCommunicator: no process group is initialised; call "
+                               "gpucomm.dist.init() first (or run inside gpucomm.dist.launch)")
+        self._group = group
+        self._rank = _td.get_rank(group)
+        self._world = _td.get_world_size(group)
+        self._device = gd.device() if device is None else parse_device(device)
+
+    def __repr__(self) -> str:
+        return (f"ProcessGroupCommunicator(rank={self._rank}, world_size={self._world}, "
+                f"device={self._device}, backend={gd.backend(self._group)!r})")
+
+    # ----- who participates -------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        return self._world
+
+    @property
+    def rank(self) -> int:
+        return self._rank
+
+    @property
+    def world_size(self) -> int:
+        return self._world
+
+    @property
+    def devices(self) -> list[torch.device]:
+        return [self._device]
+
+    @property
+    def group(self) -> _td.ProcessGroup | None:
+        """The process group (None: the default group)."""
+        return self._group
+
+    def _global(self, participant: int) -> int:
+        return participant if self._group is None else _td.get_global_rank(self._group, participant)
+
+    def _one(self, tensors, arg: str, *, optional: bool = False):
+        return _check_held(self, tensors, arg, optional=optional)[0]
+
+    # ----- collectives ------------------------------------------------------------------------------
+    def broadcast(self, tensors: Tensors, root: int = 0) -> None:
+        gd.broadcast(self._one(tensors, "tensors"), self._global(_check_root(self, root)), self._group)
+
+    def reduce(self, tensors: Tensors, root: int = 0, op: str | ReduceOp = "sum") -> None:
+        gd.reduce(self._one(tensors, "tensors"), self._global(_check_root(self, root)), op, self._group)
+
+    def all_reduce(self, tensors: Tensors, op: str | ReduceOp = "sum") -> None:
+        gd.all_reduce(self._one(tensors, "tensors"), op, self._group)
+
+    def all_gather(self, outputs: Tensors, inputs: Tensors) -> None:
+        out, inp = self._one(outputs, "outputs"), self._one(inputs, "inputs")
+        _check_shape("outputs[0]", out, _spec.get("all_gather").output_shape(inp.shape, self.n),
+                     f"n={self.n} inputs of shape {list(inp.shape)} concatenated along dim 0")
+        gd.all_gather_into_tensor(out, inp, self._group)
+
+    def reduce_scatter(self, outputs: Tensors, inputs: Tensors, op: str | ReduceOp = "sum") -> None:
+        out, inp = self._one(outputs, "outputs"), self._one(inputs, "inputs")
+        _check_shape("outputs[0]", out, _spec.get("reduce_scatter").output_shape(inp.shape, self.n),
+                     f"chunk of {self.n} of an input of shape {list(inp.shape)}")
+        gd.reduce_scatter_tensor(out, inp, op, self._group)
+
+    def scatter(self, outputs: Tensors, inputs: OptionalTensors, root: int = 0) -> None:
+        out = self._one(outputs, "outputs")
+        is_root = self._rank == _check_root(self, root)
+        chunks = None
+        if is_root:
+            inp = self._one(inputs, "inputs")
+            _check_shape("outputs[0]", out, _spec.get("scatter").output_shape(inp.shape, self.n),
+                         f"chunk of {self.n} of the root's input of shape {list(inp.shape)}")
+            chunks = list(inp.chunk(self.n))
+        gd.scatter(out, chunks, self._global(root), self._group)
+
+    def gather(self, outputs: OptionalTensors, inputs: Tensors, root: int = 0) -> None:
+        inp = self._one(inputs, "inputs")
+        is_root = self._rank == _check_root(self, root)
+        parts = None
+        if is_root:
+            out = self._one(outputs, "outputs")
+            _check_shape("outputs[0]", out, _spec.get("gather").output_shape(inp.shape, self.n),
+                         f"n={self.n} inputs of shape {list(inp.shape)} concatenated along dim 0")
+            parts = list(out.chunk(self.n))
+        gd.gather(inp, parts, self._global(root), self._group)
+
+    def all_to_all(self, outputs: Tensors, inputs: Tensors) -> None:
+        out, inp = self._one(outputs, "outputs"), self._one(inputs, "inputs")
+        _check_splits("inputs[0]", inp, self.n)
+        _check_shape("outputs[0]", out, tuple(inp.shape), "the input's shape")
+        gd.all_to_all_single(out, inp, group=self._group)
+
+    def send_recv(self, outputs: Tensors, inputs: Tensors) -> None:
+        out, inp = self._one(outputs, "outputs"), self._one(inputs, "inputs")
+        _check_shape("outputs[0]", out, tuple(inp.shape), "the input's shape")
+        gd.send_recv(out, inp, self._group)
+
+    # ----- point to point (process groups only) -------------------------------------------------------
+    def send(self, tensor: torch.Tensor, dst: int) -> None:
+        """Send ``tensor`` to participant (group rank) ``dst``; blocks until it is handed off."""
+        gd.send(tensor, self._global(_check_root(self, dst)), self._group)
+
+    def recv(self, tensor: torch.Tensor, src: int) -> None:
+        """Receive into ``tensor`` from participant (group rank) ``src``."""
+        gd.recv(tensor, self._global(_check_root(self, src)), self._group)
+
+    # ----- synchronisation ----------------------------------------------------------------------------
+    def barrier(self) -> None:
+        gd.barrier(self._group)
+
+    def synchronize(self) -> None:
+        if self._device.type == "cuda":
+            torch.cuda.synchronize(self._device)
