@@ -8,6 +8,7 @@ from typing import Any
 from gpucomm.records import AdviceRecord, BenchRecord, EnvRecord, RecordWriter, ScaleRecord, TrainRecord
 
 GiB = 1 << 30
+MALICIOUS = "<script>alert(1)</script>"
 
 
 def env(hostname: str = "hostA", device: str | None = "NVIDIA H200", torch: str = "2.11.0+cu130",

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import time
 
+from report_records import advice_rows, bench, bench_sweep, scale_rows, train_rows
 from rich.console import Console
 
 from gpucomm.report.terminal import (
@@ -12,8 +13,6 @@ from gpucomm.report.terminal import (
     scale_table,
     train_table,
 )
-
-from ._records import advice_rows, bench, bench_sweep, scale_rows, train_rows
 
 
 def _text(table) -> str:

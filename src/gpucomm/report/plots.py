@@ -26,7 +26,7 @@ from gpucomm.report.runs import Run
 __all__ = ["bench_plots", "busbw_plot", "scale_plot", "speedup_plot", "train_plot"]
 
 _BACKEND_ORDER = ("torch.cuda.comm", "gpucomm.comm", "torch.distributed", "gpucomm.dist")
-_RC = {"svg.hashsalt": "gpucomm-report", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3}
+_RC = {"svg.hashsalt": "gpucomm-report", "svg.fonttype": "none", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3}
 
 
 def _safe(name: str) -> str:
@@ -57,7 +57,7 @@ def _render(name: str, title: str, draw: Callable[[object], None], width: float 
 
 
 def _size_axis(ax, sizes: Iterable[int]) -> None:
-    """Log2 x axis with one binary-prefixed tick label per power of two (thinned to about 10)."""
+    """Log2 x axis with binary-prefixed tick labels on powers of two (at most about 10 of them)."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     sizes = [s for s in sizes if s > 0]
@@ -65,8 +65,10 @@ def _size_axis(ax, sizes: Iterable[int]) -> None:
     if not sizes:
         return
     lo, hi = math.floor(math.log2(min(sizes))), math.ceil(math.log2(max(sizes)))
-    step = max(1, math.ceil((hi - lo + 1) / 10))
-    ax.xaxis.set_major_locator(FixedLocator([2.0 ** k for k in range(lo, hi + 1, step)]))
+    # A step that divides 10 puts ticks on 1 KiB, 1 MiB and 1 GiB whatever the range.
+    step = next(s for s in (1, 2, 5, 10, 20, 40) if (hi - lo) / s <= 10)
+    first = -(-lo // step) * step
+    ax.xaxis.set_major_locator(FixedLocator([2.0 ** k for k in range(first, hi + 1, step)]))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: fmt_bytes(int(round(x)))))
     ax.tick_params(axis="x", labelrotation=45)

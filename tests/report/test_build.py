@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from report_records import bench, env, write
+
+from gpucomm.records import RecordError
+from gpucomm.report import build
+
+
+def test_build_writes_markdown_html_and_plots_into_the_result_dir(gpu_dir, gpu_report):
+    assert gpu_report["markdown"] == gpu_dir / "report.md"
+    assert gpu_report["html"] == gpu_dir / "report.html"
+    plot_keys = {k for k in gpu_report if k.startswith("plots/")}
+    stems = {k.rsplit(".", 1)[0] for k in plot_keys}
+    assert stems == {"plots/busbw_all_reduce", "plots/speedup_all_reduce", "plots/busbw_all_gather",
+                     "plots/speedup_all_gather", "plots/train", "plots/scale"}
+    assert {k.rsplit(".", 1)[1] for k in plot_keys} == {"png", "svg"}
+    assert all(p.is_file() and p.stat().st_size > 0 for p in gpu_report.values())
+    assert not list(gpu_dir.rglob(".*.tmp"))
+
+
+def test_markdown_and_html_hold_the_measured_numbers(gpu_report):
+    md = gpu_report["markdown"].read_text()
+    page = gpu_report["html"].read_text()
+    for text in ("123.46", "5 WRONG", "0.80x", "NVIDIA H200", "NCCL_NVLS_ENABLE", "2.28.9", "zero1: reason text"):
+        assert text in md, text
+        assert text in page, text
+
+
+def test_several_dirs_need_out_dir(gpu_dir, cpu_dir):
+    with pytest.raises(ValueError, match="out_dir"):
+        build([gpu_dir, cpu_dir])
+
+
+def test_missing_dir_raises_and_writes_nothing(tmp_path):
+    with pytest.raises(RecordError, match="does not exist"):
+        build(tmp_path / "nope", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_record_writes_nothing(tmp_path):
+    d = write(tmp_path / "run", env(), [bench()])
+    with open(d / "records.jsonl", "a") as f:
+        f.write(json.dumps({"kind": "bench", "schema_version": 1, "op": "all_reduce"}) + "\n")
+        f.write(json.dumps({"kind": "bench", "schema_version": 1}) + "\n")
+    with pytest.raises(RecordError, match="records.jsonl:3"):
+        build(d)
+    assert not (d / "report.md").exists() and not (d / "report.html").exists()
+
+
+def test_env_only_dir_reports_without_sections(tmp_path):
+    paths = build(write(tmp_path / "empty", env(), []))
+    md = paths["markdown"].read_text()
+    assert "## Runs" in md and "## Collectives" not in md and "## Wrong results" not in md
+    assert set(paths) == {"markdown", "html"}

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import re
+
+from report_records import env, write
+
+from gpucomm.report import build
+from gpucomm.report.markdown import escape
+
+
+def _section(md: str, title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", md, flags=re.S | re.M)
+    assert match, f"no section {title!r}"
+    return match.group(1)
+
+
+def test_escape_neutralises_tables_and_html():
+    assert escape("a|b") == "a\\|b"
+    assert escape("<b>x</b>") == "&lt;b&gt;x&lt;/b&gt;"
+    assert escape("two\nlines") == "two lines"
+
+
+def test_wrong_results_section_lists_the_wrong_row(gpu_report):
+    md = gpu_report["markdown"].read_text()
+    wrong = _section(md, "Wrong results")
+    rows = [line for line in wrong.splitlines() if line.startswith("| **")]
+    assert any("5 WRONG" in r and "4 KiB" in r for r in rows)
+    assert any("DIFFERENT" in r and "ddp" in r for r in rows)
+    assert "WARNING: 1 bench row(s) returned WRONG results" in md.split("## Runs")[0]
+
+
+def test_no_wrong_results_is_stated(cpu_dir, tmp_path):
+    md = build(cpu_dir, tmp_path)["markdown"].read_text()
+    assert "No wrong results: all 16 checked bench rows matched" in _section(md, "Wrong results")
+
+
+def test_cpu_banner_and_units_legend(cpu_dir, tmp_path):
+    md = build(cpu_dir, tmp_path)["markdown"].read_text()
+    head = md.split("## Runs")[0]
+    assert "These are CPU numbers" in head
+    units = _section(md, "Units")
+    assert "KiB = 2^10 B" in units and "10^9 bytes per second, per direction" in units
+
+
+def test_gpu_report_has_no_cpu_banner(gpu_report):
+    assert "CPU numbers" not in gpu_report["markdown"].read_text()
+
+
+def test_placements_side_by_side(gpu_report):
+    md = gpu_report["markdown"].read_text()
+    block = md.split("### all_reduce")[1].split("###")[0]
+    header = next(line for line in block.splitlines() if line.startswith("| backend"))
+    assert "busbw (out)" in header and "busbw (in)" in header
+    # 4 sizes x 2 backends, plus the 4 KiB wrong row that has no in-place twin
+    rows = [line for line in block.splitlines() if re.match(r"\| \**(torch|gpucomm)", line)]
+    assert len(rows) == 9
+    assert "type float32, redop sum, n 2" in block
+
+
+def test_summary_reports_speedup_range_and_slower_sizes(gpu_report):
+    md = gpu_report["markdown"].read_text()
+    line = next(x for x in _section(md, "Collectives").splitlines() if "| **all_reduce** | **gpucomm.comm**" in x)
+    cells = [c.strip(" *") for c in line.strip("|").split("|")]
+    assert cells[7:11] == ["0.80x", "1.25x", "1.25x", "4 KiB"]
+
+
+def test_train_and_advice_sections(gpu_report):
+    md = gpu_report["markdown"].read_text()
+    train = _section(md, "Training")
+    assert "| gpt-tiny | replicated | 2 | fp32 | ok | 190.0 | 24,320 |" in train
+    assert "equal (loss 1.0e-07, tol 1e-05)" in train
+    assert "dp needs CUDA" in train
+    advice = _section(md, "Advice")
+    ranked = [line.split("|")[2].strip(" *") for line in advice.splitlines() if "reason text" in line]
+    assert ranked == ["zero1", "ddp", "zero3"]
+    assert "NO (OOM)" in advice
+    assert "| 32 | 4 | 2,747.9 (85.9%) |" in advice
+
+
+def test_markdown_escapes_record_text_outside_code(tmp_path):
+    d = write(tmp_path / "r", env(hostname="<img src=x onerror=alert(1)>"), [])
+    md = build(d)["markdown"].read_text()
+    assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
+
+
+def test_several_dirs_are_labelled_distinctly(compare_report):
+    md = compare_report["markdown"].read_text()
+    assert "run 1: hostA · 2x NVIDIA H200 · torch 2.11.0+cu130 · 2026-12-02" in md
+    assert "run 2: hostB · CPU · torch 2.13.0 · 2026-12-01" in md
+    block = md.split("### all_reduce")[1].split("###")[0]
+    assert "| run 1 |" in block and "| run 2 |" in block
+    cross = [line for line in block.splitlines() if line.startswith("| gpucomm.comm | 1 MiB")]
+    assert len(cross) == 2  # out-of-place and in-place
+    assert all(line.rstrip(" |").endswith("0.50x") for line in cross)
+    assert "These are CPU numbers. run 2" in md.split("## Runs")[0]
