@@ -1,0 +1,132 @@
+"""``broadcast`` and ``broadcast_coalesced``: a full copy of a tensor on every listed device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from gpucomm._validate import check_tensor, describe, fail_value
+from gpucomm.comm import _coalesce, _copy, _nccl
+from gpucomm.comm._alloc import empty_on
+from gpucomm.comm._checks import (
+    check_exactly_one,
+    check_int,
+    check_tensors,
+    devices_arg,
+)
+
+__all__ = ["broadcast", "broadcast_coalesced"]
+
+
+def broadcast(tensor: torch.Tensor, devices: Any = None, *, out: Any = None) -> list[torch.Tensor]:
+    """Copy the **whole** ``tensor`` to every device (drop-in for ``torch.cuda.comm.broadcast``).
+
+    Semantics:
+        * Exactly one of ``devices`` and ``out`` is given.
+        * With ``devices``: returns a list with one tensor per listed device, each equal to
+          ``tensor``.  Where a listed device is ``tensor``'s own, that slot *is* ``tensor`` (no copy),
+          as many times as the device is listed; other slots are new contiguous tensors (a device
+          listed twice gets two distinct copies).  Nothing is ever split: that is :func:`scatter`.
+        * With ``out``: copies ``tensor`` into every ``out`` tensor (shape must match; a different
+          dtype is cast, as ``copy_`` casts) and returns ``out`` as a list.  ``out`` may contain
+          ``tensor`` itself.
+        * Devices may be CUDA devices or ``'cpu'``; on GPUs NCCL is used when the source and every
+          new copy are dense, contiguous and on distinct GPUs, copies otherwise.
+
+    Args:
+        tensor: the source, on CPU or a GPU.
+        devices: devices to copy to (ints, strings or ``torch.device``).
+        out: tensors to copy into.
+
+    Returns:
+        ``list[Tensor]``, one per device (or the ``out`` tensors).
+    """
+    check_tensor(tensor, "tensor")
+    check_exactly_one("broadcast", "devices", devices, "out", out)
+    if devices is not None:
+        return _to_devices(tensor, devices_arg(devices))
+    outs = check_tensors(out, "out")
+    for i, o in enumerate(outs):
+        if o.shape != tensor.shape:
+            raise fail_value(f"out[{i}]", f"shape {list(tensor.shape)} (the source tensor's shape)",
+                             f"shape {list(o.shape)}", "broadcast copies the whole tensor into every output")
+        if o.layout != tensor.layout:
+            raise fail_value(f"out[{i}]", f"layout {tensor.layout} (the source's)", describe(o))
+    _into(tensor, outs)
+    return outs
+
+
+def _to_devices(tensor: torch.Tensor, devices: list[torch.device]) -> list[torch.Tensor]:
+    if tensor.layout != torch.strided:  # sparse: torch's plain per-device copy
+        return [tensor if d == tensor.device else tensor.to(d, copy=True) for d in devices]
+    cuda = tensor.is_cuda or any(d.type == "cuda" for d in devices)
+    firsts: dict[torch.device, torch.Tensor] = {}
+    repeats: list[_copy.Pair] = []
+    slots = []
+    for d in devices:
+        if d == tensor.device:
+            slots.append(tensor)
+            continue
+        new = empty_on(tensor.shape, tensor.dtype, d, pinned=cuda)
+        if d in firsts:
+            repeats.append((new, firsts[d]))  # a second copy on a device comes from the first one there
+        else:
+            firsts[d] = new
+        slots.append(new)
+    targets = list(firsts.values())
+    if targets:
+        _send(tensor, targets)
+    if repeats:
+        _copy.copy_all(repeats)
+    return slots
+
+
+def _into(tensor: torch.Tensor, outs: list[torch.Tensor]) -> None:
+    if tensor.layout != torch.strided:
+        for o in outs:
+            if o is not tensor:
+                o.copy_(tensor)
+        return
+    if any(_copy.overlaps(o, tensor) for o in outs):
+        _copy.copy_all(_copy.protect([(o, tensor) for o in outs], outs))
+        return
+    _send(tensor, outs)
+
+
+def _send(tensor: torch.Tensor, targets: list[torch.Tensor]) -> None:
+    group = [tensor, *targets]
+    if _nccl.usable(group):
+        _nccl.broadcast(group, root=0)
+    else:
+        _copy.copy_all([(t, tensor) for t in targets])
+
+
+def broadcast_coalesced(tensors: Any, devices: Any, buffer_size: int = 10485760) -> list[list[torch.Tensor]]:
+    """Broadcast many tensors at once, in flat buckets (drop-in for ``torch.cuda.comm.broadcast_coalesced``).
+
+    Semantics:
+        * Every tensor must be on ``devices[0]``.  Returns one list per device; ``devices[0]``'s list
+          holds the input tensors themselves, the others hold copies, in input order.
+        * Dense tensors are grouped by type into buckets of at most ``buffer_size`` bytes, each
+          flattened into one buffer, broadcast and split; sparse tensors travel as indices plus
+          values.  Each copy has its own autograd version counter.
+
+    Args:
+        tensors: tensors to broadcast, all on ``devices[0]`` (may be empty).
+        devices: devices to broadcast to.
+        buffer_size: largest bucket, in bytes (default 10 MiB, torch's).
+
+    Returns:
+        ``list[list[Tensor]]``: ``result[k][i]`` is tensor ``i`` on ``devices[k]``.
+    """
+    ts = check_tensors(tensors, "tensors", allow_empty=True)
+    devs = devices_arg(devices)
+    size = check_int(buffer_size, "buffer_size")
+    if size <= 0:
+        raise fail_value("buffer_size", "a positive number of bytes", f"{size}", "the default is 10485760")
+    for i, t in enumerate(ts):
+        if t.device != devs[0]:
+            raise fail_value(f"tensors[{i}]", f"a tensor on devices[0] = {devs[0]}", describe(t),
+                             "move every tensor to the first listed device, or list its device first")
+    return _coalesce.broadcast_buckets(ts, devs, size, _to_devices)

@@ -1,0 +1,187 @@
+"""Argument checks for :mod:`gpucomm.comm`.
+
+Every public function validates *all* of its arguments here before it allocates or writes anything,
+so a bad call leaves every caller-supplied output untouched.  Messages follow the house pattern:
+name the argument, say what was expected, echo what came, say how to fix it.  ``TypeError`` for
+types, ``ValueError`` for values (torch raises ``RuntimeError`` or even ``AssertionError`` for most
+of these; see docs/semantics.md "Errors").
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from gpucomm._validate import check_tensor_list, describe, fail_type, fail_value
+from gpucomm.devices import cuda_device_count, parse_device
+
+__all__ = [
+    "check_cat_shapes",
+    "check_device",
+    "check_dim",
+    "check_exactly_one",
+    "check_int",
+    "check_outputs",
+    "check_same_shape",
+    "check_streams",
+    "check_tensors",
+    "devices_arg",
+    "destination_arg",
+]
+
+
+def check_device(dev: torch.device, arg: str) -> torch.device:
+    """Reject devices this process cannot use (unknown types, absent CUDA, index out of range)."""
+    if dev.type == "cpu":
+        return torch.device("cpu")
+    if dev.type != "cuda":
+        raise fail_value(arg, "a 'cpu' or 'cuda' device", f"{str(dev)!r}", "gpucomm.comm moves tensors "
+                         "between CPU and CUDA devices only")
+    count = cuda_device_count()
+    if count == 0:
+        raise fail_value(arg, "a device this machine has", f"{str(dev)!r}, but CUDA is not available here",
+                         "use 'cpu' devices (e.g. ['cpu', 'cpu']) to run without a GPU")
+    index = torch.cuda.current_device() if dev.index is None else dev.index
+    if index >= count:
+        raise fail_value(arg, f"a CUDA device index below {count} (the visible device count)",
+                         f"{str(dev)!r}", f"use one of cuda:0 .. cuda:{count - 1}")
+    return torch.device("cuda", index)
+
+
+def _one_device(d: Any, arg: str) -> torch.device:
+    return check_device(parse_device(d, arg=arg), arg)
+
+
+def devices_arg(devices: Any, arg: str = "devices", *, allow_empty: bool = False) -> list[torch.device]:
+    """Parse a device list (ints, strings, torch.device); each error names its position."""
+    if isinstance(devices, int | str | torch.device) or not _iterable(devices):
+        raise fail_type(arg, "a sequence of devices such as [0, 1] or ['cpu', 'cpu']", devices,
+                        "wrap a single device in a list")
+    items = list(devices)
+    if not items and not allow_empty:
+        raise fail_value(arg, "at least one device", "an empty sequence", "list the devices to use")
+    return [_one_device(d, f"{arg}[{i}]") for i, d in enumerate(items)]
+
+
+def destination_arg(destination: Any, arg: str = "destination") -> torch.device:
+    """Parse one destination device (None and -1 are handled by the callers)."""
+    return _one_device(destination, arg)
+
+
+def _iterable(x: Any) -> bool:
+    try:
+        iter(x)
+    except TypeError:
+        return False
+    return True
+
+
+def check_tensors(xs: Any, arg: str, *, allow_empty: bool = False) -> list[torch.Tensor]:
+    """A non-empty list/tuple of tensors on usable devices."""
+    items = check_tensor_list(xs, arg, allow_empty=allow_empty)
+    for i, t in enumerate(items):
+        _tensor_device(t, f"{arg}[{i}]")
+    return items
+
+
+def _tensor_device(t: torch.Tensor, arg: str) -> None:
+    if t.device.type not in ("cpu", "cuda"):
+        raise fail_value(arg, "a tensor on a 'cpu' or 'cuda' device", describe(t),
+                         "move it with .to('cpu') or .to('cuda') first")
+
+
+def check_int(x: Any, arg: str) -> int:
+    """An integer (bools refused): TypeError otherwise."""
+    if isinstance(x, bool):
+        raise fail_type(arg, "an int", x)
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise fail_type(arg, "an int", x) from None
+
+
+def check_dim(dim: Any, ndim: int, arg: str = "dim", *, what: str = "the input") -> int:
+    """Wrap a dimension into ``0 .. ndim-1``; 0-dim tensors cannot be split or concatenated."""
+    d = check_int(dim, arg)
+    if ndim == 0:
+        raise fail_value(arg, f"{what} to have at least one dimension", "a 0-dim tensor",
+                         "view it as a 1-element vector first: t.reshape(1)")
+    if not -ndim <= d < ndim:
+        raise fail_value(arg, f"a dimension in [{-ndim}, {ndim - 1}] for {what} with {ndim} dimension(s)",
+                         f"dim={d}")
+    return d % ndim
+
+
+def check_exactly_one(fn: str, a_name: str, a: Any, b_name: str, b: Any) -> None:
+    """Exactly one of two mutually exclusive arguments must be given."""
+    if (a is None) == (b is None):
+        got = "neither" if a is None else "both"
+        raise TypeError(f"{fn}: expected exactly one of '{a_name}' and '{b_name}', but got {got} "
+                        f"({a_name}={describe(a)}, {b_name}={describe(b)}); pass '{a_name}' to have "
+                        f"new tensors allocated, or '{b_name}' to supply them")
+
+
+def check_same_shape(xs: Sequence[torch.Tensor], arg: str, *, ref: torch.Size | None = None,
+                     ref_name: str | None = None) -> None:
+    """Every tensor has the reference shape (default: the first one's)."""
+    shape = xs[0].shape if ref is None else ref
+    name = ref_name or f"{arg}[0]"
+    for i, t in enumerate(xs):
+        if t.shape != shape:
+            raise fail_value(f"{arg}[{i}]", f"shape {list(shape)} (the shape of {name})",
+                             f"shape {list(t.shape)}", "every participant's tensor must have the same shape")
+
+
+def check_cat_shapes(xs: Sequence[torch.Tensor], dim: int, arg: str) -> list[int]:
+    """Tensors that can be concatenated along ``dim`` (already wrapped); returns the concatenated shape."""
+    first = xs[0]
+    total = 0
+    for i, t in enumerate(xs):
+        if t.dim() != first.dim():
+            raise fail_value(f"{arg}[{i}]", f"{first.dim()} dimensions (like {arg}[0])",
+                             f"{t.dim()} dimensions ({describe(t)})", "every tensor needs the same ndim")
+        for k in range(first.dim()):
+            if k != dim and t.shape[k] != first.shape[k]:
+                want = list(first.shape)
+                want[dim] = t.shape[dim]
+                raise fail_value(f"{arg}[{i}]", f"shape {want} (equal to {arg}[0] in every dim but "
+                                 f"dim={dim})", f"shape {list(t.shape)}",
+                                 f"only dim {dim} may differ between the tensors")
+        total += t.shape[dim]
+    shape = list(first.shape)
+    shape[dim] = total
+    return shape
+
+
+def check_outputs(out: Any, n: int, arg: str = "out") -> list[torch.Tensor]:
+    """A list of exactly ``n`` output tensors on usable devices."""
+    outs = check_tensors(out, arg)
+    if len(outs) != n:
+        raise fail_value(arg, f"{n} tensors (one per participant)", f"{len(outs)}",
+                         "pass one output tensor per input")
+    return outs
+
+
+def check_streams(streams: Any, devices: Sequence[torch.device], arg: str = "streams") -> list | None:
+    """None, or one ``torch.cuda.Stream`` (or None) per device, each on that device."""
+    if streams is None:
+        return None
+    if not _iterable(streams) or isinstance(streams, str | torch.Tensor):
+        raise fail_type(arg, "a sequence of torch.cuda.Stream (or None), one per device", streams)
+    items = list(streams)
+    if len(items) != len(devices):
+        raise fail_value(arg, f"{len(devices)} streams (one per device)", f"{len(items)}",
+                         "pass one stream, or None, per device")
+    for i, (s, dev) in enumerate(zip(items, devices, strict=True)):
+        if s is None:
+            continue
+        if not isinstance(s, torch.cuda.Stream):
+            raise fail_type(f"{arg}[{i}]", "a torch.cuda.Stream or None", s)
+        if dev.type != "cuda" or s.device != dev:
+            raise fail_value(f"{arg}[{i}]", f"a stream on {dev} (the device at index {i})",
+                             f"a stream on {s.device}", f"create it with torch.cuda.Stream({str(dev)!r})"
+                             if dev.type == "cuda" else "CPU destinations take no stream: pass None")
+    return items

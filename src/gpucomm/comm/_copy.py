@@ -1,0 +1,165 @@
+"""The copy path: move many tensors at once, overlapping what can overlap, syncing only where needed.
+
+:func:`copy_all` performs ``dst.copy_(src)`` for a batch of pairs.  Its contract:
+
+* On return every CUDA destination is ready **on its device's current stream** (or on the stream the
+  caller named for that destination, torch.cuda.comm.scatter's ``streams=`` semantics), every source
+  may be overwritten on its device's current stream, and every CPU destination is complete (a CPU
+  result is the only thing that makes us synchronise the host).
+* Large cross-device copies run on cached side streams, one per (device, peer) pair, so that copies
+  out of one GPU to many peers (scatter, broadcast) or into one GPU from many peers (gather) proceed
+  at once.  torch's own ``copy_`` runs a cross-device copy on the *source's* current stream and makes
+  the destination's current stream wait for it, so a loop of plain copies is serialised; setting
+  both devices' current streams to per-peer side streams for the duration of each copy lifts that.
+  Side streams first wait on the caller's current streams (cached events, no allocation per call),
+  tensors are ``record_stream``-ed on them, and the current streams wait on the side streams at the
+  end.
+* Small copies (below :data:`OVERLAP_MIN_BYTES`) are latency-bound: they are issued exactly as torch
+  issues them (one ``copy_(non_blocking=True)`` each), so we are never slower than torch there.
+* Host transfers go through :mod:`gpucomm.comm._host` (pinned staging).
+* :func:`protect` snapshots sources that an output overlaps, so ``out=`` may alias inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from gpucomm.comm import _host
+
+__all__ = ["OVERLAP_MIN_BYTES", "Copy", "Pair", "copy_all", "overlaps", "protect", "side_stream"]
+
+OVERLAP_MIN_BYTES = 1 << 20
+"""Cross-device copies at least this large run on side streams; smaller ones are issued like torch's."""
+
+Pair = tuple[torch.Tensor, torch.Tensor]  # (dst, src)
+Copy = tuple[torch.Tensor, torch.Tensor, "torch.cuda.Stream | None"]  # (dst, src, stream for dst or None)
+
+_STREAMS: dict[tuple[int, int], torch.cuda.Stream] = {}
+_EVENTS: dict[tuple[int, int, int], torch.cuda.Event] = {}
+
+
+def side_stream(device: int, peer: int) -> torch.cuda.Stream:
+    """The cached side stream on ``device`` used for copies exchanged with ``peer`` (-1 = host)."""
+    key = (device, peer)
+    s = _STREAMS.get(key)
+    if s is None:
+        s = _STREAMS[key] = torch.cuda.Stream(device=device)
+    return s
+
+
+def _event(device: int, peer: int, role: int) -> torch.cuda.Event:
+    key = (device, peer, role)
+    e = _EVENTS.get(key)
+    if e is None:
+        e = _EVENTS[key] = torch.cuda.Event()
+    return e
+
+
+def _wait(waiter: torch.cuda.Stream, signaller: torch.cuda.Stream, event: torch.cuda.Event) -> None:
+    # A cached event may be re-recorded: cudaStreamWaitEvent captures the record current at call time.
+    event.record(signaller)
+    waiter.wait_event(event)
+
+
+# ----- aliasing ------------------------------------------------------------------------------------
+def _extent(t: torch.Tensor) -> tuple[int, int]:
+    if t.numel() == 0:
+        return (0, 0)
+    span = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride(), strict=True))
+    start = t.data_ptr()
+    return (start, start + span * t.element_size())
+
+
+def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True when the memory ranges of ``a`` and ``b`` may overlap (conservative for strided tensors)."""
+    if a.device != b.device or a.is_sparse or b.is_sparse:
+        return False
+    a0, a1 = _extent(a)
+    b0, b1 = _extent(b)
+    return a0 < b1 and b0 < a1
+
+
+def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return (a.device == b.device and a.data_ptr() == b.data_ptr() and a.shape == b.shape
+            and a.stride() == b.stride() and a.dtype == b.dtype)
+
+
+def protect(pairs: Sequence[Pair | Copy], outputs: Sequence[torch.Tensor]) -> list[Pair | Copy]:
+    """Make ``pairs`` safe to run in any order although ``outputs`` may alias their sources.
+
+    A pair whose destination *is* its source (the same view) is dropped: the copy is a no-op.  A
+    source that any output overlaps otherwise is cloned first, on its device's current stream, so
+    no copy reads memory another copy has already overwritten.
+    """
+    result = []
+    for pair in pairs:
+        dst, src = pair[0], pair[1]
+        if _same_view(dst, src):
+            continue
+        if any(overlaps(o, src) for o in outputs):
+            pair = (dst, src.clone(), *pair[2:])
+        result.append(pair)
+    return result
+
+
+# ----- the executor --------------------------------------------------------------------------------
+def copy_all(pairs: Sequence[Pair | Copy]) -> None:
+    """``dst.copy_(src)`` for every pair, overlapped; see the module docstring for the contract.
+
+    Args:
+        pairs: ``(dst, src)`` or ``(dst, src, stream)`` tuples; sources must not overlap destinations
+            (see :func:`protect`).  A stream (on dst's device) makes that copy run on it and leaves
+            the result there: the caller synchronises, as with torch.cuda.comm.scatter's ``streams``.
+    """
+    host_in: list[Copy] = []
+    host_out: list[Pair] = []
+    side: list[Pair] = []
+    for pair in pairs:
+        dst, src = pair[0], pair[1]
+        stream = pair[2] if len(pair) > 2 else None
+        dcuda, scuda = dst.device.type == "cuda", src.device.type == "cuda"
+        if not (dcuda or scuda):
+            dst.copy_(src)
+        elif not scuda:
+            host_in.append((dst, src, stream))
+        elif not dcuda:
+            host_out.append((dst, src))
+        elif (stream is None and dst.device != src.device
+              and dst.numel() * dst.element_size() >= OVERLAP_MIN_BYTES):
+            side.append((dst, src))
+        elif stream is None:
+            dst.copy_(src, non_blocking=True)
+        else:
+            with torch.cuda.stream(stream):
+                dst.copy_(src, non_blocking=True)
+    pending = _host.start_device_to_host(host_out) if host_out else None
+    if side:
+        _copy_on_side_streams(side)
+    if host_in:
+        _host.host_to_device(host_in)
+    if pending is not None:
+        pending.finish()
+
+
+def _copy_on_side_streams(pairs: Sequence[Pair]) -> None:
+    used: dict[int, set[int]] = {}
+    current: dict[int, torch.cuda.Stream] = {}
+    for dst, src in pairs:
+        a, b = src.device.index, dst.device.index
+        for dev, peer in ((a, b), (b, a)):
+            if dev not in current:
+                current[dev] = torch.cuda.current_stream(dev)
+            peers = used.setdefault(dev, set())
+            if peer not in peers:
+                peers.add(peer)
+                _wait(side_stream(dev, peer), current[dev], _event(dev, peer, 0))
+        sa, sb = side_stream(a, b), side_stream(b, a)
+        with torch.cuda.stream(sa), torch.cuda.stream(sb):
+            dst.copy_(src, non_blocking=True)
+        src.record_stream(sa)
+        dst.record_stream(sb)
+    for dev, peers in used.items():
+        for peer in peers:
+            _wait(current[dev], side_stream(dev, peer), _event(dev, peer, 1))

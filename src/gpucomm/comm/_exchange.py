@@ -1,0 +1,168 @@
+"""The exchanges without a root or a reduction: ``all_gather``, ``all_to_all`` and ``send_recv``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from gpucomm._validate import check_same_dtype, describe, fail_type, fail_value
+from gpucomm.comm import _copy, _nccl
+from gpucomm.comm._alloc import empty_like_on, empty_on
+from gpucomm.comm._checks import check_cat_shapes, check_dim, check_outputs, check_tensors
+
+__all__ = ["all_gather", "all_to_all", "send_recv"]
+
+
+def _dense(ts: list[torch.Tensor], arg: str) -> None:
+    for i, t in enumerate(ts):
+        if t.layout != torch.strided:
+            raise fail_value(f"{arg}[{i}]", "a dense (strided) tensor", describe(t), "convert it with .to_dense()")
+
+
+def _check_out(o: torch.Tensor, arg: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
+    if list(o.shape) != shape:
+        raise fail_value(arg, f"shape {shape}", f"shape {list(o.shape)}")
+    if o.dtype != dtype:
+        raise fail_value(arg, f"dtype {dtype}", f"dtype {o.dtype}")
+    if o.device != device:
+        raise fail_value(arg, f"a tensor on {device}", describe(o), f"allocate it on {device}")
+    if o.layout != torch.strided:
+        raise fail_value(arg, "a dense (strided) tensor", describe(o))
+
+
+def all_gather(tensors: Any, dim: int = 0, *, out: Any = None) -> list[torch.Tensor]:
+    """Concatenate ``tensors`` along ``dim`` on every participant's device.
+
+    Semantics:
+        * Output i equals ``torch.cat(tensors, dim)`` and sits on ``tensors[i].device``.  Inputs share
+          dtype and every dim but ``dim`` (sizes along ``dim`` may differ).
+        * ``out`` supplies the outputs; input i may be the i-th chunk of ``out[i]`` (NCCL's in-place
+          layout).
+        * NCCL all-gather when every input has the same shape, all are dense, contiguous, on distinct
+          GPUs and the concatenation is a flat one (``dim`` 0, or every dim before it of size 1);
+          otherwise every input is copied into every output, all copies at once.
+
+    Returns:
+        ``list[Tensor]``: n equal tensors (or ``out``).
+    """
+    ts = check_tensors(tensors, "tensors")
+    _dense(ts, "tensors")
+    check_same_dtype(ts, "tensors")
+    d = check_dim(dim, ts[0].dim(), what="tensors[0]")
+    shape = check_cat_shapes(ts, d, "tensors")
+    devices = [t.device for t in ts]
+    outs = None
+    if out is not None:
+        outs = check_outputs(out, len(ts))
+        for i, o in enumerate(outs):
+            _check_out(o, f"out[{i}]", shape, ts[0].dtype, devices[i])
+    flat = math.prod(shape[:d]) == 1 and all(t.shape == ts[0].shape for t in ts)
+    if flat and _nccl.usable(ts + (outs or []), distinct=ts):
+        outs = outs or [torch.empty(shape, dtype=t.dtype, device=t.device) for t in ts]
+        _nccl.all_gather(ts, outs)
+        return outs
+    cuda = any(x.type == "cuda" for x in devices)
+    if outs is None:
+        if len(set(devices)) == 1:  # one concatenation, then copies: n + 1 kernels, not n * n
+            first = torch.cat(ts, d)
+            return [first] + [first.clone() for _ in ts[1:]]
+        outs = [empty_on(shape, ts[0].dtype, dev, pinned=cuda) for dev in devices]
+        pairs = _cat_pairs(ts, outs, d)
+    else:
+        pairs = _copy.protect(_cat_pairs(ts, outs, d), outs)
+    _copy.copy_all(pairs)
+    return outs
+
+
+def _cat_pairs(ts: list[torch.Tensor], outs: list[torch.Tensor], d: int) -> list[_copy.Pair]:
+    pairs = []
+    for o in outs:
+        offset = 0
+        for t in ts:
+            pairs.append((o.narrow(d, offset, t.shape[d]), t))
+            offset += t.shape[d]
+    return pairs
+
+
+def all_to_all(tensor_lists: Any, *, out: Any = None) -> list[list[torch.Tensor]]:
+    """Personalised exchange: ``result[j][i] == tensor_lists[i][j]``, on participant j's device.
+
+    Semantics:
+        * ``tensor_lists[i]`` holds participant i's n outgoing tensors, all on its device;
+          ``tensor_lists[i][j]`` goes to participant j, whose device is ``tensor_lists[j][0].device``.
+          Pieces may differ in shape and dtype.
+        * ``out[j][i]`` (same shape and dtype as ``tensor_lists[i][j]``, on participant j's device)
+          receives the pieces; ``out`` may be ``tensor_lists`` itself (the pieces are snapshotted
+          where needed).  Applying all_to_all twice gives back the input.
+
+    Returns:
+        ``list[list[Tensor]]``: new tensors (or ``out``).
+    """
+    lists = _square(tensor_lists, "tensor_lists")
+    n = len(lists)
+    devices = [row[0].device for row in lists]
+    for i, row in enumerate(lists):
+        _dense(row, f"tensor_lists[{i}]")
+        for j, t in enumerate(row):
+            if t.device != devices[i]:
+                raise fail_value(f"tensor_lists[{i}][{j}]", f"a tensor on {devices[i]} (participant {i}'s "
+                                 f"device, that of tensor_lists[{i}][0])", describe(t),
+                                 "every tensor a participant sends must sit on its device")
+    cuda = any(x.type == "cuda" for x in devices)
+    if out is None:
+        result = [[empty_like_on(lists[i][j], devices[j], pinned=cuda) for i in range(n)] for j in range(n)]
+        pairs = [(result[j][i], lists[i][j]) for j in range(n) for i in range(n)]
+    else:
+        result = _square(out, "out", n)
+        for j in range(n):
+            for i in range(n):
+                src = lists[i][j]
+                _check_out(result[j][i], f"out[{j}][{i}]", list(src.shape), src.dtype, devices[j])
+        pairs = [(result[j][i], lists[i][j]) for j in range(n) for i in range(n)]
+        pairs = _copy.protect(pairs, [o for row in result for o in row])
+    _copy.copy_all(pairs)
+    return result
+
+
+def _square(x: Any, arg: str, n: int | None = None) -> list[list[torch.Tensor]]:
+    if isinstance(x, torch.Tensor) or not isinstance(x, list | tuple):
+        raise fail_type(arg, "a list of n lists of n tensors", x)
+    rows = [check_tensors(row, f"{arg}[{i}]") for i, row in enumerate(x)]
+    k = len(rows) if n is None else n
+    if not rows:
+        raise fail_value(arg, "at least one participant's list", "an empty sequence")
+    if len(rows) != k:
+        raise fail_value(arg, f"{k} lists (one per participant)", f"{len(rows)}")
+    for i, row in enumerate(rows):
+        if len(row) != k:
+            raise fail_value(f"{arg}[{i}]", f"{k} tensors (one per participant)", f"{len(row)}",
+                             "participant i sends exactly one tensor to every participant")
+    return rows
+
+
+def send_recv(tensors: Any, *, out: Any = None) -> list[torch.Tensor]:
+    """Ring shift: result i is a copy of ``tensors[(i - 1) % n]``, on ``tensors[i].device``.
+
+    Semantics:
+        * Participant i sends its tensor to participant (i + 1) mod n; shapes and dtypes may differ.
+        * ``out[i]`` (shaped like ``tensors[i-1]``, on ``tensors[i].device``) receives it; ``out``
+          may be ``tensors`` itself.
+
+    Returns:
+        ``list[Tensor]``: new tensors (or ``out``).
+    """
+    ts = check_tensors(tensors, "tensors")
+    _dense(ts, "tensors")
+    n = len(ts)
+    cuda = any(t.is_cuda for t in ts)
+    if out is None:
+        outs = [empty_like_on(ts[i - 1], ts[i].device, pinned=cuda) for i in range(n)]
+        _copy.copy_all([(outs[i], ts[i - 1]) for i in range(n)])
+        return outs
+    outs = check_outputs(out, n)
+    for i, o in enumerate(outs):
+        _check_out(o, f"out[{i}]", list(ts[i - 1].shape), ts[i - 1].dtype, ts[i].device)
+    _copy.copy_all(_copy.protect([(outs[i], ts[i - 1]) for i in range(n)], outs))
+    return outs

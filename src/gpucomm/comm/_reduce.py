@@ -1,0 +1,123 @@
+"""Elementwise reductions of tensors that already sit on one device (the copy path's arithmetic).
+
+Two strategies, chosen by size:
+
+* **stack**: ``torch.stack`` then one reduction along dim 0 — two kernel launches whatever n is,
+  which is what small, launch-bound reductions want (torch.cuda.comm.reduce_add launches n-1 adds).
+  It needs n × size of scratch memory, so it is used up to :data:`STACK_MAX_BYTES`.
+* **chain**: ``r = op(x0, x1); r = op(r, x2); ...`` in place — no scratch beyond the result; the
+  bandwidth cost is about the same (3 passes per input either way).
+
+Integer sums keep their dtype (``torch.sum`` would widen int32 to int64).  ``avg`` divides the sum
+by n and is defined for floating-point and complex dtypes only: on integers it would silently
+truncate, so :func:`check_op_dtype` rejects it with the fix (cast to float, or reduce with "sum").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from gpucomm.collectives import ReduceOp
+
+__all__ = ["STACK_MAX_BYTES", "check_op_dtype", "combine", "reduce_stacked"]
+
+STACK_MAX_BYTES = 32 << 20
+"""Largest n × size (bytes) reduced by stack-then-reduce; above it the in-place chain is used."""
+
+
+def check_op_dtype(op: ReduceOp, dtype: torch.dtype, fn: str) -> None:
+    """Reject ops that are undefined for ``dtype`` (avg on integers or bool)."""
+    if op is ReduceOp.AVG and not (dtype.is_floating_point or dtype.is_complex):
+        raise ValueError(f"{fn}: op='avg' needs a floating-point dtype, but the tensors are {dtype}; "
+                         f"an integer average would truncate. Cast to float first (t.float()), or use "
+                         f"op='sum' and divide yourself")
+    if dtype.is_complex and op in (ReduceOp.MAX, ReduceOp.MIN):
+        raise ValueError(f"{fn}: op={op.value!r} is undefined for complex tensors ({dtype}); "
+                         f"use 'sum', 'avg' or 'prod'")
+
+
+def reduce_stacked(stacked: torch.Tensor, op: ReduceOp, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Reduce along dim 0 of ``stacked`` (shape ``[n, *shape]``), into ``out`` when given."""
+    dtype = stacked.dtype
+    if op is ReduceOp.SUM or op is ReduceOp.AVG:
+        r = torch.sum(stacked, 0, dtype=dtype, out=out) if out is not None else torch.sum(stacked, 0, dtype=dtype)
+        if op is ReduceOp.AVG:
+            r.div_(stacked.shape[0])
+        return r
+    if op is ReduceOp.PROD:
+        return torch.prod(stacked, 0, dtype=dtype, out=out) if out is not None else torch.prod(stacked, 0,
+                                                                                              dtype=dtype)
+    fn = torch.amax if op is ReduceOp.MAX else torch.amin
+    return fn(stacked, 0, out=out) if out is not None else fn(stacked, 0)
+
+
+_INPLACE = {ReduceOp.SUM: torch.Tensor.add_, ReduceOp.AVG: torch.Tensor.add_, ReduceOp.PROD: torch.Tensor.mul_}
+_BINARY = {ReduceOp.SUM: torch.add, ReduceOp.AVG: torch.add, ReduceOp.PROD: torch.mul,
+           ReduceOp.MAX: torch.maximum, ReduceOp.MIN: torch.minimum}
+
+
+def combine(tensors: Sequence[torch.Tensor], op: ReduceOp, out: torch.Tensor | None = None) -> torch.Tensor:
+    """The elementwise reduction of same-shape, same-dtype tensors on one device.
+
+    ``out`` (on that device) receives the result; it may be one of ``tensors`` (in-place reduce) but
+    must not otherwise overlap them (callers guarantee it).  With one tensor and no ``out`` the
+    tensor itself is returned.
+    """
+    n = len(tensors)
+    first = tensors[0]
+    if n == 1:
+        if out is None:
+            return first
+        return out.copy_(first) if out.data_ptr() != first.data_ptr() else out
+    if first.layout != torch.strided:
+        return _combine_sparse(tensors, op, out)
+    if n * first.numel() * first.element_size() <= STACK_MAX_BYTES:
+        return reduce_stacked(torch.stack(list(tensors)), op, out)  # the stack snapshots the inputs
+    if out is not None and any(_partly_aliased(out, t) for t in tensors):
+        return out.copy_(_chain(tensors, op, None))
+    return _chain(tensors, op, out)
+
+
+def _is_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.data_ptr() == b.data_ptr() and a.stride() == b.stride() and a.device == b.device
+
+
+def _partly_aliased(out: torch.Tensor, t: torch.Tensor) -> bool:
+    from gpucomm.comm._copy import overlaps
+    return overlaps(out, t) and not _is_view(out, t)
+
+
+def _chain(tensors: Sequence[torch.Tensor], op: ReduceOp, out: torch.Tensor | None) -> torch.Tensor:
+    rest = list(tensors)
+    k = -1 if out is None else next((i for i, t in enumerate(rest) if _is_view(out, t)), -1)
+    if k >= 0:
+        result = rest.pop(k)  # in place: out *is* one of the inputs
+    else:
+        binary = _BINARY[op]
+        a, b = rest.pop(0), rest.pop(0)
+        result = binary(a, b, out=out) if out is not None else binary(a, b)
+    for t in rest:
+        if op in _INPLACE:
+            _INPLACE[op](result, t)
+        else:
+            _BINARY[op](result, t, out=result)
+    if op is ReduceOp.AVG:
+        result.div_(len(tensors))
+    return result
+
+
+def _combine_sparse(tensors: Sequence[torch.Tensor], op: ReduceOp, out: torch.Tensor | None) -> torch.Tensor:
+    if op is not ReduceOp.SUM and op is not ReduceOp.AVG:
+        raise ValueError(f"op={op.value!r} is not supported on sparse tensors; use 'sum' or 'avg', or "
+                         f"convert with .to_dense()")
+    result = tensors[0] + tensors[1]
+    for t in tensors[2:]:
+        result = result + t
+    if op is ReduceOp.AVG:
+        result = result / len(tensors)
+    if out is not None:
+        out.copy_(result)
+        return out
+    return result

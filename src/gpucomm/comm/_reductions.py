@@ -1,0 +1,263 @@
+"""The reducing functions: ``reduce_add(_coalesced)`` (torch's) and ``reduce``, ``all_reduce``, ``reduce_scatter``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from gpucomm._validate import check_same_dtype, check_tensor, describe, fail_value
+from gpucomm.collectives import ReduceOp, parse_op
+from gpucomm.comm import _coalesce, _copy, _nccl
+from gpucomm.comm._alloc import empty_like_on, empty_on
+from gpucomm.comm._checks import (
+    check_dim,
+    check_int,
+    check_outputs,
+    check_same_shape,
+    check_tensors,
+    destination_arg,
+)
+from gpucomm.comm._reduce import check_op_dtype, combine, reduce_stacked
+from gpucomm.comm._scatter_gather import default_destination
+
+__all__ = ["all_reduce", "reduce", "reduce_add", "reduce_add_coalesced", "reduce_scatter"]
+
+
+# ----- shared checks ---------------------------------------------------------------------------------
+def _inputs(tensors: Any, arg: str, *, dense: bool = True) -> list[torch.Tensor]:
+    ts = check_tensors(tensors, arg)
+    check_same_shape(ts, arg)
+    check_same_dtype(ts, arg)
+    if dense:
+        for i, t in enumerate(ts):
+            if t.layout != torch.strided:
+                raise fail_value(f"{arg}[{i}]", "a dense (strided) tensor", describe(t),
+                                 "convert it with .to_dense(); sparse tensors are summed by reduce_add")
+    return ts
+
+
+def _op(op: Any, dtype: torch.dtype, fn: str) -> ReduceOp:
+    o = parse_op(op, "op")
+    check_op_dtype(o, dtype, fn)
+    return o
+
+
+def _check_out_like(outs: list[torch.Tensor], shape: torch.Size | list[int], dtype: torch.dtype,
+                    devices: list[torch.device], arg: str = "out") -> None:
+    for i, o in enumerate(outs):
+        if list(o.shape) != list(shape):
+            raise fail_value(f"{arg}[{i}]", f"shape {list(shape)}", f"shape {list(o.shape)}")
+        if o.dtype != dtype:
+            raise fail_value(f"{arg}[{i}]", f"dtype {dtype} (the inputs' dtype)", f"dtype {o.dtype}")
+        if o.device != devices[i]:
+            raise fail_value(f"{arg}[{i}]", f"a tensor on {devices[i]} (participant {i}'s device)",
+                             describe(o), f"allocate out[{i}] on {devices[i]}")
+        if o.layout != torch.strided:
+            raise fail_value(f"{arg}[{i}]", "a dense (strided) tensor", describe(o))
+
+
+def _reduce_to(ts: list[torch.Tensor], dest: torch.device, op: ReduceOp,
+               out: torch.Tensor | None = None) -> torch.Tensor:
+    """The reduction of ``ts`` on ``dest`` (into ``out`` when given; ``out`` may alias inputs)."""
+    roots = [i for i, t in enumerate(ts) if t.device == dest]
+    if roots:
+        root = roots[-1]
+        group = ts if out is None else [*ts, out]
+        if _nccl.usable(group, distinct=ts, op=op):
+            result = torch.empty_like(ts[root]) if out is None else out
+            _nccl.reduce(ts, result, root, op)
+            return result
+    moved = {}
+    pairs = []
+    for i, t in enumerate(ts):
+        if t.device != dest:
+            if t.layout != torch.strided:
+                moved[i] = t.to(dest, non_blocking=True)
+            else:
+                moved[i] = torch.empty(t.shape, dtype=t.dtype, device=dest)
+                pairs.append((moved[i], t))
+    _copy.copy_all(pairs)
+    parts = [moved.get(i, t) for i, t in enumerate(ts)]
+    return combine(parts, op, out)
+
+
+# ----- torch.cuda.comm's two -----------------------------------------------------------------------
+def reduce_add(inputs: Any, destination: Any = None) -> torch.Tensor:
+    """Sum tensors onto one device (drop-in for ``torch.cuda.comm.reduce_add``).
+
+    Semantics:
+        * All inputs have one shape and one dtype; one of them must already be on ``destination``.
+        * ``destination`` defaults to the current CUDA device when any input is on a GPU (torch's
+          default), else the CPU.
+        * A single input is returned as is.  Otherwise the result is a new tensor: NCCL reduce when
+          the inputs are dense, contiguous and on distinct GPUs; else the other inputs are moved to
+          the destination (on side streams) and added there — inputs already there are not copied.
+        * Sparse inputs are summed as sparse tensors.
+
+    Returns:
+        ``Tensor``: the elementwise sum, on ``destination``.
+    """
+    ts = _inputs(inputs, "inputs", dense=False)
+    dest = default_destination(ts) if destination is None else destination_arg(destination)
+    if not any(t.device == dest for t in ts):
+        raise fail_value("destination", "a device that holds one of the inputs",
+                         f"{dest}, while the inputs are on {sorted({str(t.device) for t in ts})}",
+                         "pass destination= one of those devices, or move one input there first")
+    if len(ts) == 1:
+        return ts[0]
+    return _reduce_to(ts, dest, ReduceOp.SUM)
+
+
+def reduce_add_coalesced(inputs: Any, destination: Any = None,
+                         buffer_size: int = 10485760) -> tuple[torch.Tensor, ...]:
+    """Sum lists of tensors position by position, in flat buckets (drop-in for ``torch.cuda.comm.reduce_add_coalesced``).
+
+    Semantics:
+        * ``inputs[g]`` is the list of tensors on device g; ``inputs[g][k]`` are summed over g.
+        * Positions where every tensor is sparse go through :func:`reduce_add` one by one; dense ones
+          are flattened per device in ``buffer_size`` buckets, summed and split back.
+
+    Returns:
+        ``tuple[Tensor, ...]``: one sum per position, in input order, on ``destination``.
+    """
+    if isinstance(inputs, torch.Tensor) or not isinstance(inputs, list | tuple):
+        raise TypeError(f"inputs: expected a sequence of tensor lists (one list per device), but got "
+                        f"{type(inputs).__name__} {describe(inputs)}")
+    if not inputs:
+        raise fail_value("inputs", "at least one list of tensors", "an empty sequence")
+    groups = [check_tensors(g, f"inputs[{i}]", allow_empty=True) for i, g in enumerate(inputs)]
+    for i, g in enumerate(groups):
+        if len(g) != len(groups[0]):
+            raise fail_value(f"inputs[{i}]", f"{len(groups[0])} tensors (like inputs[0])", f"{len(g)}",
+                             "every device contributes one tensor per position")
+    for k in range(len(groups[0])):
+        _inputs([g[k] for g in groups], f"inputs[*][{k}]", dense=False)
+    size = check_int(buffer_size, "buffer_size")
+    if size <= 0:
+        raise fail_value("buffer_size", "a positive number of bytes", f"{size}")
+    flat = [t for g in groups for t in g]
+    dest = default_destination(flat) if destination is None else destination_arg(destination)
+    if groups[0] and not any(g[0].device == dest for g in groups):
+        raise fail_value("destination", "a device that holds one of the input lists",
+                         f"{dest}, while the lists are on {[str(g[0].device) for g in groups]}")
+    return _coalesce.reduce_buckets(groups, dest, size, reduce_add)
+
+
+# ----- the collectives torch.cuda.comm lacks ------------------------------------------------------
+def reduce(tensors: Any, destination: Any, op: Any = "sum", *, out: Any = None) -> torch.Tensor:
+    """Reduce ``tensors`` elementwise onto ``destination`` with ``op``.
+
+    Semantics:
+        * ``op``: "sum", "avg", "max", "min" or "prod" (or a ReduceOp); "avg" on integer tensors is
+          rejected (it would truncate).
+        * ``destination`` is any device (it need not hold an input).  With ``out`` the result is
+          written into ``out`` and ``destination`` may be None (it is then ``out``'s device; if given
+          it must be ``out``'s device).  ``out`` may be one of the inputs (in-place reduce).
+        * NCCL reduce when the inputs are dense, contiguous, on distinct GPUs and one of them is on
+          the destination; otherwise inputs are moved to the destination and reduced there.
+
+    Returns:
+        ``Tensor``: a new tensor on ``destination`` (or ``out``).
+    """
+    ts = _inputs(tensors, "tensors")
+    o = _op(op, ts[0].dtype, "reduce")
+    if out is None:
+        if destination is None:
+            raise TypeError("reduce: expected a destination device or out=, but got neither; pass e.g. "
+                            "destination='cuda:0' (or 'cpu'), or out=<tensor on the destination>")
+        return _reduce_to(ts, destination_arg(destination), o)
+    res = check_tensor(out, "out")
+    check_tensors([res], "out")
+    if destination is not None and destination_arg(destination) != res.device:
+        raise fail_value("destination", f"out's device {res.device} (or None)", f"{destination_arg(destination)}",
+                         "omit destination when passing out=")
+    _check_out_like([res], ts[0].shape, ts[0].dtype, [res.device])
+    return _reduce_to(ts, res.device, o, res)
+
+
+def all_reduce(tensors: Any, op: Any = "sum", *, out: Any = None) -> list[torch.Tensor]:
+    """Reduce ``tensors`` elementwise and put the result on every participant's device.
+
+    Semantics:
+        * Result i is on ``tensors[i].device``; all inputs share shape and dtype.
+        * ``out`` (one tensor per input, same shape, dtype and device) receives the results and may
+          be ``tensors`` itself (in place).
+        * NCCL all-reduce when dense, contiguous, on distinct GPUs; else reduce on
+          ``tensors[0]``'s device and copy the result out.
+
+    Returns:
+        ``list[Tensor]``: new tensors (or ``out``).
+    """
+    ts = _inputs(tensors, "tensors")
+    o = _op(op, ts[0].dtype, "all_reduce")
+    devices = [t.device for t in ts]
+    outs = None
+    if out is not None:
+        outs = check_outputs(out, len(ts))
+        _check_out_like(outs, ts[0].shape, ts[0].dtype, devices)
+    if _nccl.usable(ts + (outs or []), distinct=ts, op=o):
+        outs = outs or [torch.empty_like(t) for t in ts]
+        _nccl.all_reduce(ts, outs, o)
+        return outs
+    # Reduce into out[0] when given (it may alias tensors[0]: the reduction reads every input first),
+    # then copy that result to every other participant.
+    result = _reduce_to(ts, devices[0], o, None if outs is None else outs[0])
+    cuda = any(d.type == "cuda" for d in devices)
+    if outs is None:
+        fresh = result is not ts[0]
+        outs = [result if (i == 0 and fresh) else empty_like_on(result, dev, pinned=cuda)
+                for i, dev in enumerate(devices)]
+    _copy.copy_all(_copy.protect([(x, result) for x in outs], []))
+    return outs
+
+
+def reduce_scatter(tensors: Any, dim: int = 0, op: Any = "sum", *, out: Any = None) -> list[torch.Tensor]:
+    """Reduce ``tensors`` and give participant i chunk i (of n equal chunks along ``dim``).
+
+    Semantics:
+        * All inputs share shape and dtype; ``tensors[0].size(dim)`` must divide by n = len(tensors).
+        * Output i is chunk i of the reduction, on ``tensors[i].device``; ``out`` supplies them.
+        * NCCL reduce-scatter when dense, contiguous, on distinct GPUs and the chunks are contiguous
+          (``dim`` 0, or every dim before ``dim`` of size 1); otherwise each device fetches its chunk
+          of every input (all at once, on side streams) and reduces locally.
+
+    Returns:
+        ``list[Tensor]``: the n chunks (or ``out``).
+    """
+    ts = _inputs(tensors, "tensors")
+    n = len(ts)
+    d = check_dim(dim, ts[0].dim(), what="tensors[0]")
+    size = ts[0].shape[d]
+    if size % n:
+        raise fail_value("tensors", f"a size along dim {d} that divides into n={n} equal chunks",
+                         f"size {size} ({describe(ts[0])})", f"pad or trim dim {d} to a multiple of {n}")
+    o = _op(op, ts[0].dtype, "reduce_scatter")
+    c = size // n
+    chunk_shape = list(ts[0].shape)
+    chunk_shape[d] = c
+    devices = [t.device for t in ts]
+    cuda = any(x.type == "cuda" for x in devices)
+    outs = None
+    if out is not None:
+        outs = check_outputs(out, n)
+        _check_out_like(outs, chunk_shape, ts[0].dtype, devices)
+    if math.prod(ts[0].shape[:d]) == 1 and _nccl.usable(ts + (outs or []), distinct=ts, op=o):
+        outs = outs or [torch.empty(chunk_shape, dtype=t.dtype, device=t.device) for t in ts]
+        _nccl.reduce_scatter(ts, outs, o)
+        return outs
+    if len(set(devices)) == 1:
+        full = combine(ts, o)
+        chunks = full.split(c, d)
+        if outs is None:
+            outs = [empty_like_on(ch, dev, pinned=cuda) for ch, dev in zip(chunks, devices, strict=True)]
+        _copy.copy_all(_copy.protect(list(zip(outs, chunks, strict=True)), outs))
+        return outs
+    stages = [empty_on([n, *chunk_shape], ts[0].dtype, dev, pinned=cuda) for dev in devices]
+    _copy.copy_all([(stages[j][i], t.narrow(d, j * c, c)) for j in range(n) for i, t in enumerate(ts)])
+    if outs is None:
+        return [reduce_stacked(s, o) for s in stages]
+    for s, x in zip(stages, outs, strict=True):
+        reduce_stacked(s, o, out=x)
+    return outs

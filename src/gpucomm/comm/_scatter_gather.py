@@ -1,0 +1,222 @@
+"""``scatter`` (split one tensor over devices) and ``gather`` (concatenate tensors onto one device)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import torch
+
+from gpucomm._validate import check_tensor, describe, fail_type, fail_value
+from gpucomm.comm import _copy
+from gpucomm.comm._alloc import empty_like_on, empty_on, suggest_memory_format
+from gpucomm.comm._checks import (
+    check_cat_shapes,
+    check_dim,
+    check_int,
+    check_streams,
+    check_tensors,
+    destination_arg,
+    devices_arg,
+)
+
+__all__ = ["default_destination", "gather", "scatter"]
+
+_MINUS_ONE_WARNING = ('Using -1 to represent CPU tensor is deprecated. Please use a device object or string '
+                      'instead, e.g., "cpu".')
+
+
+def _dense(t: torch.Tensor, arg: str) -> None:
+    if t.layout != torch.strided:
+        raise fail_value(arg, "a dense (strided) tensor", describe(t), "convert it with .to_dense()")
+
+
+def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, dim: int = 0,
+            streams: Any = None, *, out: Any = None) -> tuple[torch.Tensor, ...]:
+    """Split ``tensor`` along ``dim`` and put chunk i on device i (drop-in for ``torch.cuda.comm.scatter``).
+
+    Semantics:
+        * Exactly one of ``devices`` and ``out`` is given.
+        * With ``devices`` and no ``chunk_sizes`` the split is ``tensor.chunk(len(devices), dim)``,
+          which may give **fewer chunks than devices** (2 rows over 3 devices give 2 chunks); there
+          is one output per chunk, and trailing devices get nothing.  ``chunk_sizes`` must have one
+          non-negative size per device and sum to ``tensor.size(dim)``.
+        * A chunk that already sits on its device is returned as a view of ``tensor`` (no copy).
+        * With ``out`` the sizes along ``dim`` come from the ``out`` tensors (which must match
+          ``tensor`` in every other dim and sum to its size along ``dim``); ``devices`` and
+          ``chunk_sizes`` must then be omitted.
+        * ``streams`` (one ``torch.cuda.Stream`` or None per device) makes the copy to device i run on
+          ``streams[i]``; the caller then synchronises with that stream, as with torch.  Without
+          streams every result is ready on its device's current stream.
+        * A CPU source is staged through pinned memory (pageable sources in pipelined pieces) and
+          copied to every device at once.
+
+    Returns:
+        ``tuple[Tensor, ...]``: the chunks, in device order (or the ``out`` tensors).
+    """
+    check_tensor(tensor, "tensor")
+    _dense(tensor, "tensor")
+    if out is not None:
+        return _scatter_out(tensor, out, devices, chunk_sizes, dim, streams)
+    if devices is None:
+        raise TypeError("scatter: expected exactly one of 'devices' and 'out', but got neither; pass "
+                        "devices=[...] to have new tensors allocated, or out=[...] to supply them")
+    devs = devices_arg(devices)
+    d = check_dim(dim, tensor.dim(), what="tensor")
+    if chunk_sizes is None:
+        chunks = tensor.chunk(len(devs), d)
+    else:
+        chunks = tensor.split(_chunk_sizes(chunk_sizes, len(devs), tensor.shape[d], d), d)
+    strs = check_streams(streams, devs)
+    cuda = tensor.is_cuda or any(x.type == "cuda" for x in devs)
+    results, pairs = [], []
+    for i, chunk in enumerate(chunks):
+        if devs[i] == tensor.device:
+            results.append(chunk)
+            continue
+        new = empty_like_on(chunk, devs[i], pinned=cuda)
+        pairs.append((new, chunk, None if strs is None else strs[i]))
+        results.append(new)
+    _copy.copy_all(pairs)
+    return tuple(results)
+
+
+def _chunk_sizes(chunk_sizes: Any, n: int, size: int, dim: int) -> list[int]:
+    if isinstance(chunk_sizes, int | str | torch.Tensor):
+        raise fail_type("chunk_sizes", "a sequence of ints, one per device", chunk_sizes)
+    try:
+        sizes = [check_int(c, f"chunk_sizes[{i}]") for i, c in enumerate(chunk_sizes)]
+    except TypeError as e:
+        if "chunk_sizes[" in str(e):
+            raise
+        raise fail_type("chunk_sizes", "a sequence of ints, one per device", chunk_sizes) from None
+    if len(sizes) != n:
+        raise fail_value("chunk_sizes", f"{n} sizes (one per device, len(devices) = {n})",
+                         f"{len(sizes)} sizes {sizes}", "give one size per device")
+    for i, s in enumerate(sizes):
+        if s < 0:
+            raise fail_value(f"chunk_sizes[{i}]", "a non-negative size", f"{s}")
+    if sum(sizes) != size:
+        raise fail_value("chunk_sizes", f"sizes summing to tensor.size({dim}) = {size}",
+                         f"{sizes}, which sum to {sum(sizes)}", "make the sizes add up to the tensor's size")
+    return sizes
+
+
+def _scatter_out(tensor: torch.Tensor, out: Any, devices: Any, chunk_sizes: Any, dim: int,
+                 streams: Any) -> tuple[torch.Tensor, ...]:
+    for name, value in (("devices", devices), ("chunk_sizes", chunk_sizes)):
+        if value is not None:
+            raise TypeError(f"scatter: '{name}' must not be given together with 'out' (got {name}="
+                            f"{describe(value)}); the devices and sizes come from the out tensors")
+    outs = check_tensors(out, "out")
+    d = check_dim(dim, tensor.dim(), what="tensor")
+    total = 0
+    for i, o in enumerate(outs):
+        _dense(o, f"out[{i}]")
+        want = list(tensor.shape)
+        if o.dim() == tensor.dim():
+            want[d] = o.shape[d]
+        if list(o.shape) != want:
+            raise fail_value(f"out[{i}]", f"the source's shape {list(tensor.shape)} in every dim but "
+                             f"dim={d}", f"shape {list(o.shape)}")
+        total += o.shape[d]
+    if total != tensor.shape[d]:
+        raise fail_value("out", f"sizes along dim {d} summing to the source's {tensor.shape[d]}",
+                         f"sizes {[o.shape[d] for o in outs]} (total {total})")
+    strs = check_streams(streams, [o.device for o in outs])
+    chunks = tensor.split([o.shape[d] for o in outs], d)
+    pairs = [(o, c, None if strs is None else strs[i]) for i, (o, c) in enumerate(zip(outs, chunks, strict=True))]
+    _copy.copy_all(_copy.protect(pairs, outs))
+    return tuple(outs)
+
+
+def default_destination(tensors: list[torch.Tensor]) -> torch.device:
+    """torch's default (the current CUDA device) when any tensor is on a GPU, else the CPU."""
+    if any(t.is_cuda for t in tensors):
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def gather(tensors: Any, dim: int = 0, destination: Any = None, *, out: Any = None) -> torch.Tensor:
+    """Concatenate ``tensors`` along ``dim`` on one device (drop-in for ``torch.cuda.comm.gather``).
+
+    Semantics:
+        * **Concatenates**, never stacks: three ``[3]`` tensors give one ``[9]`` tensor.  All dims but
+          ``dim`` must match.  The result has ``tensors[0]``'s dtype (others are cast).
+        * ``destination``: a device, ``'cpu'``, or the deprecated ``-1`` (= CPU, with torch's
+          FutureWarning).  Default: the current CUDA device when any input is on a GPU (torch's
+          default), the CPU when every input is on the CPU.
+        * With ``out`` the result is written there (shape must be the concatenated shape) and
+          ``destination`` must be omitted; ``out`` may be on the CPU or a GPU.
+        * A CPU result gathered from GPUs is allocated in pinned memory and every device's copy is
+          issued before any is waited on; the pinned tensor itself is returned, complete.
+
+    Returns:
+        ``Tensor``: the concatenation (or ``out``).
+    """
+    ts = check_tensors(tensors, "tensors")
+    for i, t in enumerate(ts):
+        _dense(t, f"tensors[{i}]")
+    d = check_dim(dim, ts[0].dim(), what="tensors[0]")
+    shape = check_cat_shapes(ts, d, "tensors")
+    if out is not None:
+        if destination is not None:
+            raise TypeError(f"gather: 'destination' must not be given together with 'out' (got destination="
+                            f"{describe(destination)}); the result goes to out's device")
+        o = check_tensor(out, "out")
+        check_tensors([o], "out")
+        _dense(o, "out")
+        if list(o.shape) != shape:
+            raise fail_value("out", f"shape {shape} (the inputs concatenated along dim {d})",
+                             f"shape {list(o.shape)}")
+        _gather_into(ts, o, d, fresh=False)
+        return o
+    dest = _destination(destination, ts)
+    cuda = dest.type == "cuda" or any(t.is_cuda for t in ts)
+    result = empty_on(shape, ts[0].dtype, dest, pinned=cuda, memory_format=suggest_memory_format(ts))
+    _gather_into(ts, result, d, fresh=True)
+    return result
+
+
+def _destination(destination: Any, ts: list[torch.Tensor]) -> torch.device:
+    if destination is None:
+        return default_destination(ts)
+    if isinstance(destination, int) and not isinstance(destination, bool) and destination == -1:
+        warnings.warn(_MINUS_ONE_WARNING, FutureWarning, stacklevel=3)
+        return torch.device("cpu")
+    return destination_arg(destination)
+
+
+def _cast(ts: list[torch.Tensor], dtype: torch.dtype) -> list[torch.Tensor]:
+    return [t if t.dtype == dtype else t.to(dtype) for t in ts]
+
+
+def _gather_into(ts: list[torch.Tensor], result: torch.Tensor, d: int, *, fresh: bool) -> None:
+    dest = result.device
+    safe = fresh or not any(_copy.overlaps(result, t) for t in ts)
+    if safe and all(t.device == dest for t in ts):
+        torch.cat(_cast(ts, result.dtype), d, out=result)  # one kernel instead of n copies
+        return
+    outer = math.prod(result.shape[:d])
+    if dest.type == "cpu" and outer > 1 and any(t.is_cuda for t in ts):
+        _gather_strided_to_host(ts, result, d)
+        return
+    pairs, offset = [], 0
+    for t in ts:
+        pairs.append((result.narrow(d, offset, t.shape[d]), t))
+        offset += t.shape[d]
+    _copy.copy_all(pairs if fresh else _copy.protect(pairs, [result]))
+
+
+def _gather_strided_to_host(ts: list[torch.Tensor], result: torch.Tensor, d: int) -> None:
+    # Slices of a host result along an inner dim are strided; a device-to-host copy into a strided
+    # slice would go through pageable temporaries.  Concatenate on the GPU when all inputs share one,
+    # else land each input in its own pinned buffer (all devices at once) and concatenate on the host.
+    devices = {t.device for t in ts}
+    if len(devices) == 1:
+        _copy.copy_all([(result, torch.cat(_cast(ts, result.dtype), d))])
+        return
+    stages = [empty_on(t.shape, result.dtype, torch.device("cpu"), pinned=True) for t in ts]
+    _copy.copy_all(list(zip(stages, ts, strict=True)))
+    torch.cat(stages, d, out=result)
