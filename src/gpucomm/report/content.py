@@ -258,8 +258,8 @@ def _cross_run_table(runs: Sequence[Run], op: str, bench: list[tuple[int, BenchR
     """Median time of the same point in each run, and each later run's speedup over the first."""
     points: dict[tuple, dict[int, BenchRecord]] = defaultdict(dict)
     for i, r in bench:
-        points[(plots.backend_key(r.backend), r.backend, r.n, r.dtype, r.reduce_op or "", r.placement,
-                r.size)][i] = r
+        points[(plots.backend_key(r.backend), r.backend, r.n, r.dtype, r.reduce_op or "",
+                r.placement != "out-of-place", r.placement, r.size)][i] = r
     shared = {k: v for k, v in points.items() if len(v) > 1}
     if not shared:
         return None
@@ -271,7 +271,7 @@ def _cross_run_table(runs: Sequence[Run], op: str, bench: list[tuple[int, BenchR
     for key in sorted(shared):
         by_run = shared[key]
         first = by_run.get(0)
-        cells = [key[1], fmt_bytes(key[6]), key[3], str(key[2]), key[5]]
+        cells = [key[1], fmt_bytes(key[7]), key[3], str(key[2]), key[6]]
         cells += [fmt_float(by_run[i].time_us_median) if i in by_run else MISSING for i in range(len(runs))]
         cells += [fmt_speedup(first.time_us_median / by_run[i].time_us_median)
                   if first is not None and i in by_run and by_run[i].time_us_median > 0 else MISSING

@@ -16,7 +16,7 @@ from gpucomm.report.document import Document
 __all__ = ["TEMPLATE", "render"]
 
 TEMPLATE = "report.html.j2"
-_WRAP_COLUMNS = ("note", "reason", "run")  # prose columns may wrap; numbers and names stay on one line
+_WRAP_COLUMNS = ("note", "reason")  # prose columns may wrap; numbers and names stay on one line
 _WIDE_FIGURES = ("train", "scale")  # two panels each: given the full width
 
 
