@@ -222,7 +222,8 @@ def calibrate(results: Any, hardware_name: str | None = None, label: str = "") -
         raise CalibrationError("no usable bench rows (n >= 2, wrong == 0) or single-strategy train rows to fit")
     base = _base_profile(results, hardware_name)
     link = derived_link(fits) or base.intra
-    max_n = max([f.n for f in fits] + [r.n_devices for r in results.train] + [base.max_gpus_per_node])
+    cpus = [e.host.get("cpu_count") or 0 for e in results.env]
+    max_n = max([f.n for f in fits] + [r.n_devices for r in results.train] + [base.max_gpus_per_node] + cpus)
     calib = {"collectives": [dataclasses.asdict(f) for f in fits], "compute": compute, "per_device_s": {},
              "sources": [str(p) for p in results.sources]}
     prof = dataclasses.replace(base, name=f"calibrated:{label or base.name}", intra=link, calibration=calib,

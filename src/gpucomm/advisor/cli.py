@@ -49,7 +49,8 @@ class AdviseConfig:
     profile: str | None
     calibrate: list[str]
     save_profile: str | None
-    gpus: int
+    gpus: int | None
+    """Per machine; None = the profile's full machine."""
     nodes: int
     model: str | None
     params: int | None
@@ -65,7 +66,7 @@ class AdviseConfig:
     out: str | None
 
     def __post_init__(self) -> None:
-        if self.gpus < 1 or self.nodes < 1:
+        if (self.gpus is not None and self.gpus < 1) or self.nodes < 1:
             raise ValueError(f"--gpus/--nodes: expected >= 1, but got --gpus {self.gpus} --nodes {self.nodes}")
         if not 0 < self.mfu <= 1:
             raise ValueError(f"--mfu: expected a fraction in (0, 1], but got {self.mfu}")
@@ -86,7 +87,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     hw.add_argument("--calibrate", nargs="+", default=[], metavar="RESULTS_DIR",
                     help="fit the profile from bench/train records in these directories")
     hw.add_argument("--save-profile", metavar="PATH", help="write the (calibrated) profile as JSON")
-    hw.add_argument("--gpus", type=int, default=8, help="GPUs (or processes) per machine (default 8)")
+    hw.add_argument("--gpus", type=int, default=None,
+                    help="GPUs (or processes) per machine (default: a full machine of the profile, 8 for GPUs)")
     hw.add_argument("--nodes", type=int, default=1, help="machines (default 1)")
     wl = p.add_argument_group("workload")
     wl.add_argument("--model", help="gpt-tiny, gpt-124m, gpt-350m or mlp")
@@ -153,6 +155,8 @@ def _resolve_profile(cfg: AdviseConfig):
         if link is None:
             raise ValueError(f"--network {cfg.network!r}: no such network; known: {', '.join(sorted(hardware.NETWORKS))}")
         profile = hardware.with_network(profile, link)
+    if cfg.gpus is None:
+        cfg.gpus = profile.max_gpus_per_node
     if cfg.gpus > profile.max_gpus_per_node:
         raise ValueError(f"--gpus {cfg.gpus}: {profile.name} machines hold at most {profile.max_gpus_per_node} "
                          f"GPUs; use --nodes for more machines")

@@ -375,10 +375,13 @@ def scale(profile: HardwareProfile, wl: Workload, *, per_gpu_batch: float, max_g
           mfu: float = DEFAULT_MFU, strategies: tuple[str, ...] = STRATEGIES) -> list[Prediction]:
     """Weak scaling: every strategy at 1, 2, 4 … ``max_gpus`` GPUs, per-GPU batch fixed.
 
-    Up to ``profile.max_gpus_per_node`` GPUs share one machine; beyond, machines of that many GPUs.
+    Up to ``profile.max_gpus_per_node`` GPUs share one machine; beyond, machines of that many GPUs
+    (a profile with no network stops at one machine).
     """
     out = []
     gpus = 1
+    if profile.inter is None:
+        max_gpus = min(max_gpus, profile.max_gpus_per_node)
     while gpus <= max_gpus:
         g = min(gpus, profile.max_gpus_per_node)
         m = math.ceil(gpus / g)

@@ -1,0 +1,126 @@
+"""Every formula in gpucomm.advisor.cost against hand-worked values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpucomm.advisor import cost
+
+MiB = 2**20
+
+
+def test_ring_all_reduce_hand_worked():
+    # 1 GB over 8 ranks at 100 GB/s, 1 us a step: 2*7/8 * 10 ms + 14 us.
+    assert cost.ring_all_reduce_s(1e9, 8, 100e9, 1e-6) == pytest.approx(0.017514, rel=1e-9)
+
+
+def test_ring_all_reduce_one_participant_is_free():
+    assert cost.ring_all_reduce_s(1e9, 1, 100e9, 1e-6) == 0.0
+
+
+def test_all_gather_and_reduce_scatter_cost_half_an_all_reduce_bandwidth():
+    assert cost.ring_all_gather_s(1e9, 8, 100e9, 1e-6) == pytest.approx(0.008757, rel=1e-9)
+    assert cost.ring_reduce_scatter_s(1e9, 8, 100e9, 1e-6) == pytest.approx(0.008757, rel=1e-9)
+
+
+def test_broadcast_pipelined_chain():
+    assert cost.ring_broadcast_s(1e9, 8, 100e9, 1e-6) == pytest.approx(0.010007, rel=1e-9)
+    assert cost.ring_broadcast_s(1e9, 1, 100e9, 1e-6) == 0.0
+
+
+def test_tree_latency_is_logarithmic():
+    # 16 ranks: 2*15/16 * 10 ms + 2*4 us.
+    assert cost.tree_all_reduce_s(1e9, 16, 100e9, 1e-6) == pytest.approx(0.018758, rel=1e-9)
+
+
+def test_bad_participant_count():
+    with pytest.raises(ValueError, match="n: expected"):
+        cost.ring_all_reduce_s(1.0, 0, 1.0, 0.0)
+
+
+def test_hierarchical_single_machine_is_the_ring():
+    assert cost.hierarchical_s("all_reduce", 1e9, 8, 1, (100e9, 1e-6), None) == pytest.approx(0.017514)
+
+
+def test_hierarchical_two_machines_hand_worked():
+    # intra 2*7/8*1e9/365e9 = 4.794521 ms; inter 2*1/2*1e9/384e9 = 2.604167 ms;
+    # latency 14*1 us + min(2, 2*1)*14 us = 42 us.  Pipelined takes the slower tier, else the sum.
+    intra, inter = (365e9, 1e-6), (384e9, 14e-6)
+    assert cost.hierarchical_s("all_reduce", 1e9, 8, 2, intra, inter) == pytest.approx(4.836521e-3, rel=1e-6)
+    assert cost.hierarchical_s("all_reduce", 1e9, 8, 2, intra, inter, pipelined=False) == \
+        pytest.approx(7.440688e-3, rel=1e-6)
+
+
+def test_hierarchical_all_reduce_busbw_matches_published_multinode_figures():
+    # 2 and 4 HGX H100 nodes with 8x400G: 365-470 GB/s busbw measured (collective-bench.md §3).
+    from gpucomm.advisor.hardware import PROFILES
+
+    p = PROFILES["h100-nvswitch"]
+    intra = (p.intra.bandwidth_gbps * 1e9, p.intra.alpha_us * 1e-6)
+    inter = (p.inter.bandwidth_gbps * 1e9, p.inter.alpha_us * 1e-6)
+    for m in (2, 4):
+        n = 8 * m
+        t = cost.hierarchical_s("all_reduce", 8 * 2**30, 8, m, intra, inter)
+        busbw = 8 * 2**30 / t * 2 * (n - 1) / n / 1e9
+        assert 365 * 0.9 <= busbw <= 470, (m, busbw)
+
+
+def test_hierarchical_rejects_rooted_ops_across_machines_and_unknown_ops():
+    with pytest.raises(ValueError, match="one machine"):
+        cost.hierarchical_s("broadcast", 1.0, 8, 2, (1.0, 0.0), (1.0, 0.0))
+    with pytest.raises(ValueError, match="op: expected"):
+        cost.hierarchical_s("all_to_all", 1.0, 8, 1, (1.0, 0.0), None)
+    with pytest.raises(ValueError, match="--network"):
+        cost.hierarchical_s("all_reduce", 1.0, 8, 2, (1.0, 0.0), None)
+
+
+def test_bucket_sizes_small_first_then_cap():
+    assert cost.bucket_sizes(60 * MiB) == [1 * MiB, 25 * MiB, 25 * MiB, 9 * MiB]
+    assert cost.bucket_sizes(512) == [512]
+    assert cost.bucket_sizes(0) == []
+
+
+def test_overlap_last_bucket_is_exposed():
+    # Two equal chunks over a 2 s window, 1 s each: the second is ready at 2 s and ends at 3 s.
+    assert cost.overlapped_exposed_s([1, 1], [1.0, 1.0], 2.0) == pytest.approx(1.0)
+    # Fast communication: only the last chunk's time shows.
+    assert cost.overlapped_exposed_s([1, 1, 1], [0.01, 0.01, 0.01], 3.0) == pytest.approx(0.01)
+    # A stream that cannot keep up: 3 x 2 s of communication after a 3 s window that starts them at 1, 2, 3.
+    assert cost.overlapped_exposed_s([1, 1, 1], [2.0, 2.0, 2.0], 3.0) == pytest.approx(4.0)
+
+
+def test_zero_memory_matches_the_paper_table():
+    # ZeRO paper: Psi = 7.5B, N_d = 64, mixed-precision Adam: 120 / 31.4 / 16.6 / 1.9 GB.
+    p = cost.PRECISIONS["bf16"]
+    psi = 7.5e9
+    got = [cost.model_state_bytes(s, psi, 64, p, "adam") / 1e9 for s in range(4)]
+    assert got == pytest.approx([120.0, 31.40625, 16.640625, 1.875])
+
+
+def test_zero_memory_fp32_adam_is_16_psi_too():
+    p = cost.PRECISIONS["fp32"]
+    assert cost.model_state_bytes(0, 1000, 4, p, "adam") == 16000  # 4 + 4 + 8
+    assert cost.model_state_bytes(1, 1000, 4, p, "adam") == 8000 + 2000  # 8 Psi + 8 Psi / N
+
+
+def test_zero_bad_stage():
+    with pytest.raises(ValueError, match="stage"):
+        cost.model_state_bytes(4, 1, 1, cost.PRECISIONS["fp32"], "adam")
+
+
+def test_gpt_activations_hand_worked():
+    # 34 s b h L + 8 s b V: s=2, b=3, h=4, L=5, V=7 -> 34*120 + 8*42.
+    assert cost.gpt_activation_bytes(5, 4, 2, 3, 7) == 34 * 120 + 336
+
+
+def test_gpt124m_memory_estimate_is_near_the_measured_peak():
+    # measured-h200.md: 15.0 GiB peak for batch 16x1024 with fp32 params and AdamW (16 Psi).
+    est = cost.gpt_activation_bytes(12, 768, 1024, 16, 50304) + 16 * 124_475_904
+    assert 0.8 < est / (15.0 * 2**30) < 1.0
+
+
+def test_train_flops():
+    assert cost.train_flops(10, 3) == 180
+    assert math.isclose(cost.train_flops(124e6, 16384) / 42.9e-3 / 989.4e12, 0.287, rel_tol=0.01)

@@ -1,0 +1,43 @@
+"""The hardware table: sourced numbers; unknown names give None and a warning."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpucomm.advisor import hardware
+
+
+def test_every_profile_cites_a_source_for_every_number():
+    for p in hardware.PROFILES.values():
+        for key in ("peak_tflops", "memory_bytes", "memory_bw_gbps", "intra", "inter"):
+            assert p.sources.get(key), (p.name, key)
+        assert p.intra.source and p.inter.source
+
+
+def test_unknown_hardware_is_none_with_a_warning():
+    with pytest.warns(UserWarning, match="known profiles"):
+        assert hardware.get("tpu-v9") is None
+
+
+def test_cpu_gloo_exists_only_via_calibration():
+    with pytest.warns(UserWarning, match="--calibrate"):
+        assert hardware.get("cpu-gloo") is None
+
+
+def test_h200_numbers_are_the_reference_figures():
+    p = hardware.get("h200-nvswitch")
+    assert p.memory_bytes == 141 * 10**9 and p.memory_bw_gbps == 4800
+    assert p.intra.bandwidth_gbps == 365.0 and p.inter.bandwidth_gbps == 8 * 48.0
+    assert p.peak_flops("bf16-autocast") == p.peak_flops("bf16") == 989.4e12
+    assert p.peak_flops("int4") is None
+
+
+def test_with_network_swaps_only_the_network():
+    p = hardware.get("h100-nvswitch")
+    q = hardware.with_network(p, hardware.NETWORKS["roce-400x4"])
+    assert q.inter.bandwidth_gbps == 4 * 39.0 and q.intra == p.intra
+    assert dataclasses.replace(q, name=p.name, inter=p.inter, sources=p.sources) == p
+    with pytest.warns(UserWarning):
+        assert hardware.get_network("myrinet") is None

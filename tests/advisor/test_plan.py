@@ -1,0 +1,133 @@
+"""Predictions and ranking, and the sanity the field knows, asserted from the model."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpucomm.advisor import hardware, plan
+from gpucomm.advisor.workload import make_workload
+
+H200 = hardware.PROFILES["h200-nvswitch"]
+H100 = hardware.PROFILES["h100-nvswitch"]
+SHARDED = {"zero1", "zero2", "zero3", "fsdp"}
+
+
+def _by(preds):
+    return {p.strategy: p for p in preds}
+
+
+def test_ddp_beats_dataparallel_on_one_multi_gpu_machine():
+    for prof in (H200, hardware.PROFILES["pcie-gen4"]):
+        preds = _by(plan.advise(prof, make_workload("gpt-124m", global_batch=256), gpus_per_node=8))
+        assert preds["ddp"].step_time_s < preds["dp"].step_time_s
+        assert preds["ddp"].rank < preds["dp"].rank
+        # Even without DataParallel's per-device Python cost, its serial broadcast + reduce is exposed.
+        assert preds["dp"].exposed_comm_s > preds["ddp"].exposed_comm_s
+
+
+def test_dataparallel_gap_grows_with_gpu_count():
+    wl = make_workload("gpt-124m", global_batch=256)
+    ratio = [plan.predict("dp", H200, wl, gpus_per_node=g).step_time_s
+             / plan.predict("ddp", H200, wl, gpus_per_node=g).step_time_s for g in (2, 8)]
+    assert ratio[1] > ratio[0]
+
+
+def test_sharding_is_chosen_only_when_the_replicated_state_does_not_fit():
+    small = plan.advise(H200, make_workload("gpt-124m", global_batch=256), gpus_per_node=8)
+    assert small[0].strategy not in SHARDED
+    assert all(p.fits for p in small if p.strategy in ("ddp", "replicated"))
+    big = _by(plan.advise(H100, make_workload(None, params=7_000_000_000, global_batch=64, seq_len=1),
+                          gpus_per_node=8))
+    assert not big["ddp"].fits and big["ddp"].rank is None and "does not fit" in big["ddp"].reason
+    best = min((p for p in big.values() if p.rank), key=lambda p: p.rank)
+    assert best.strategy in SHARDED and best.fits
+
+
+def _first_fitting_gpus(params, strategy):
+    wl = make_workload(None, params=params, global_batch=4096, seq_len=1)
+    for gpus in (1, 2, 4, 8, 16, 32, 64):
+        if plan.predict(strategy, H100, wl, gpus_per_node=min(gpus, 8), nodes=max(1, gpus // 8)).fits:
+            return gpus
+    return 10**9
+
+
+def test_a_larger_model_shifts_the_crossover_to_more_gpus():
+    # The GPU count at which ZeRO-2 (2 Psi + 14 Psi / N) first fits in 80 GB moves up with the model.
+    crossover = [_first_fitting_gpus(p, "zero2") for p in (3e9, 12e9, 25e9)]
+    assert crossover == sorted(crossover) and len(set(crossover)) == 3
+    # And DDP, which shards nothing, stops fitting at a model size no GPU count fixes.
+    assert _first_fitting_gpus(3e9, "ddp") == 1 and _first_fitting_gpus(12e9, "ddp") == 10**9
+
+
+def test_multi_node_hurts_efficiency():
+    wl1 = make_workload("gpt-350m", global_batch=64)
+    wl4 = make_workload("gpt-350m", global_batch=256)  # same 8 samples per GPU
+    one = plan.predict("ddp", H200, wl1, gpus_per_node=8, nodes=1)
+    four = plan.predict("ddp", H200, wl4, gpus_per_node=8, nodes=4)
+    assert four.scaling_efficiency < one.scaling_efficiency
+    assert four.comm_s > one.comm_s
+
+
+def test_slower_network_hurts_more():
+    wl = make_workload("gpt-350m", global_batch=256)
+    ib = plan.predict("zero3", H200, wl, gpus_per_node=8, nodes=4)
+    roce = plan.predict("zero3", hardware.with_network(H200, hardware.NETWORKS["roce-400x4"]), wl,
+                        gpus_per_node=8, nodes=4)
+    assert roce.comm_s > ib.comm_s
+
+
+def test_single_process_strategies_do_not_span_machines():
+    preds = _by(plan.advise(H200, make_workload("gpt-124m", global_batch=256), gpus_per_node=8, nodes=2))
+    for s in ("dp", "replicated"):
+        assert not preds[s].applicable and preds[s].rank is None and "machines" in preds[s].reason
+
+
+def test_zero3_moves_half_again_as_much_as_ddp():
+    wl = make_workload(None, params=1_000_000_000, global_batch=64, seq_len=1)
+    no_latency = dataclasses.replace(H200, intra=dataclasses.replace(H200.intra, alpha_us=0.0))
+    ddp = plan.predict("ddp", no_latency, wl, gpus_per_node=8)
+    z3 = plan.predict("zero3", no_latency, wl, gpus_per_node=8)
+    # ddp 2(n-1)/n * 2 Psi bytes, zero3 3 * (n-1)/n * 2 Psi: 1.5x.
+    assert z3.comm_s / ddp.comm_s == pytest.approx(1.5, rel=1e-9)
+    # With latency, DDP's ~80 buckets pay 14 ring steps each; one fused zero3 unit pays few.
+    assert plan.predict("zero3", H200, wl, gpus_per_node=8).comm_s > plan.predict("ddp", H200, wl, gpus_per_node=8).comm_s
+
+
+def test_memory_per_strategy_orders_as_zero_says():
+    wl = make_workload("gpt-350m", global_batch=64)
+    mem = {s: plan.predict(s, H200, wl, gpus_per_node=8).memory_parts["model_state"] for s in plan.STRATEGIES}
+    assert mem["ddp"] == 16 * wl.params
+    assert mem["ddp"] > mem["zero1"] > mem["zero2"] > mem["fsdp"]
+
+
+def test_ranking_reasons_and_order():
+    preds = plan.advise(H200, make_workload("gpt-124m", global_batch=256), gpus_per_node=8)
+    assert [p.rank for p in preds if p.rank] == list(range(1, 1 + sum(1 for p in preds if p.rank)))
+    assert all(p.reason for p in preds)
+    dp = _by(preds)["dp"]
+    assert "slower than" in dp.reason
+
+
+def test_scale_covers_powers_of_two_and_per_gpu_batch():
+    preds = plan.scale(H200, make_workload("gpt-124m", global_batch=256), per_gpu_batch=32, max_gpus=64,
+                       strategies=("ddp",))
+    assert [p.gpus for p in preds] == [1, 2, 4, 8, 16, 32, 64]
+    assert preds[-1].nodes == 8
+    assert preds[0].scaling_efficiency == pytest.approx(1.0)
+    assert preds[-1].scaling_efficiency < preds[3].scaling_efficiency
+
+
+def test_uncalibrated_cpu_link_is_an_error_not_a_number():
+    from gpucomm.advisor.calibrate import _base_profile
+    from gpucomm.records import ResultSet
+
+    prof = _base_profile(ResultSet(), None)
+    with pytest.raises(plan.PredictionError):
+        plan.predict("ddp", prof, make_workload("mlp"), gpus_per_node=2)
+
+
+def test_unknown_strategy():
+    with pytest.raises(ValueError, match="strategy"):
+        plan.predict("horovod", H200, make_workload("mlp"), gpus_per_node=2)
