@@ -1,0 +1,165 @@
+"""``TrainConfig``: the typed configuration of one ``gpucomm train`` comparison.
+
+Parse → typed config → run: the CLI turns flags into a :class:`TrainConfig`; its ``__post_init__``
+checks everything that can be checked before a model is built (names, counts, divisibility), so a
+usage error costs nothing and says how to fix it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from gpucomm.devices import default_devices, parse_devices
+
+__all__ = ["PRECISIONS", "TOLERANCES", "ConfigError", "TrainConfig", "default_out_dir"]
+
+PRECISIONS = ("auto", "fp32", "bf16")
+
+TOLERANCES: dict[str, float] = {"fp32": 1e-5, "bf16-autocast": 3e-2}
+"""Default relative tolerance of ``--assert-equal`` per precision.
+
+fp32: strategies differ only in summation order (a batch split across devices, gradients averaged
+by a reduction), which moves fp32 results by a few ulps (~1e-7) per step; 1e-5 leaves room for
+50 steps of that and nothing more.  bf16 autocast: a different per-device batch changes matmul
+shapes and so kernels and accumulation order, and bf16 keeps 8 significant bits (relative rounding
+2^-9 ≈ 2e-3); AdamW turns small gradient differences into parameter differences of order lr per
+step.  3e-2 accepts that noise and still catches a wrong averaging factor (2×) or a missed
+all-reduce, which move the loss by far more within a few steps.
+"""
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot run: a usage error (``gpucomm train`` exits 2)."""
+
+
+def default_out_dir() -> Path:
+    """``./gpucomm-results/<UTC timestamp>/``."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return Path("gpucomm-results") / stamp
+
+
+def _strategy_names() -> list[str]:
+    from gpucomm.train.strategies import names
+
+    return names()
+
+
+@dataclass(kw_only=True, slots=True)
+class TrainConfig:
+    """One comparison: which strategies, on which model, devices and batch.
+
+    Every strategy runs with the same seed, initial weights, data and global batch.
+    """
+
+    strategies: tuple[str, ...] = ("single", "dp", "replicated", "ddp")
+    """Strategy names, run in this order; ``single`` is added first when missing (it is the baseline)."""
+    model: str = "gpt-124m"
+    """Built-in model name or ``pkg.module:factory``."""
+    steps: int = 50
+    """Optimizer steps per strategy, warmup included."""
+    warmup_steps: int = 5
+    """Leading steps left out of the timing statistics (they still count for equality)."""
+    global_batch: int = 32
+    """Samples per optimizer step, over all devices; must divide by each strategy's device count."""
+    seq_len: int | None = None
+    """Override the built-in GPT's context length (None: the model's own)."""
+    devices: list[torch.device] = field(default_factory=list)
+    """Devices for dp and replicated; ``single`` uses the first, ddp one process per distinct device
+    (CUDA) or per entry (CPU).  Empty: every visible GPU, or two CPU devices without one."""
+    nproc: int | None = None
+    """DDP world size for a local launch (None: see ``devices``)."""
+    seed: int = 0
+    """Seed of the initial weights and of every step's batch."""
+    lr: float = 3e-4
+    """AdamW learning rate (fused AdamW on CUDA)."""
+    precision: str = "auto"
+    """"auto" (bf16 autocast on CUDA, fp32 on CPU), "fp32" or "bf16" (autocast; CUDA only)."""
+    bucket_cap_mb: float = 25.0
+    """Gradient bucket size for replicated and ddp, MiB (DDP's default)."""
+    first_bucket_mb: float = 1.0
+    """Size of the first (last-produced) gradient bucket for replicated, MiB (DDP's 1 MiB)."""
+    assert_equal: bool = False
+    """Fail (exit 1) unless every strategy matches single within ``tolerance``."""
+    tolerance: float | None = None
+    """Relative tolerance for the equality check (None: :data:`TOLERANCES` for the precision)."""
+    out: Path | None = None
+    """Result directory (None: :func:`default_out_dir`)."""
+
+    def __post_init__(self) -> None:
+        self._check_strategies()
+        self._check_counts()
+        if not self.devices:
+            self.devices = default_devices(None if torch.cuda.is_available() else 2)
+        self.devices = parse_devices(self.devices, arg="--devices")
+        types = {d.type for d in self.devices}
+        if len(types) > 1:
+            raise ConfigError(f"--devices: expected devices of one type, but got {[str(d) for d in self.devices]}; "
+                             f"use only CUDA devices or only 'cpu'")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"--precision: expected one of {', '.join(PRECISIONS)}, but got {self.precision!r}")
+        if self.precision == "bf16" and self.device_type != "cuda":
+            raise ConfigError("--precision bf16: autocast runs only on CUDA here; use --precision fp32 on CPU")
+        if self.global_batch % len(self.devices):
+            raise ConfigError(f"--global-batch {self.global_batch} does not divide by the {len(self.devices)} "
+                             f"devices {[str(d) for d in self.devices]}; choose a multiple of "
+                             f"{len(self.devices)}")
+        if self.tolerance is not None and not self.tolerance > 0:
+            raise ConfigError(f"--tolerance: expected > 0, but got {self.tolerance}")
+        if self.out is not None:
+            self.out = Path(self.out)
+
+    def _check_strategies(self) -> None:
+        if isinstance(self.strategies, str):
+            self.strategies = tuple(s.strip() for s in self.strategies.split(",") if s.strip())
+        valid = _strategy_names()
+        unknown = [s for s in self.strategies if s not in valid]
+        if unknown or not self.strategies:
+            raise ConfigError(f"--strategies: unknown strategy {', '.join(map(repr, unknown)) or '(none given)'}; "
+                             f"valid names are: {', '.join(valid)}")
+        ordered = dict.fromkeys(("single", *self.strategies))  # single first, duplicates dropped
+        self.strategies = tuple(ordered)
+
+    def _check_counts(self) -> None:
+        checks = (("--steps", self.steps, 1), ("--global-batch", self.global_batch, 1),
+                  ("--warmup-steps", self.warmup_steps, 0))
+        for flag, value, low in checks:
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"{flag}: expected an integer >= {low}, but got {value!r}")
+        if self.warmup_steps >= self.steps:
+            raise ConfigError(f"--warmup-steps {self.warmup_steps} leaves no timed step of --steps {self.steps}; "
+                             f"use fewer warmup steps or more steps")
+        if self.nproc is not None and self.nproc < 1:
+            raise ConfigError(f"--nproc: expected >= 1, but got {self.nproc}")
+        if not self.lr > 0:
+            raise ConfigError(f"--lr: expected > 0, but got {self.lr}")
+        if not (self.bucket_cap_mb > 0 and self.first_bucket_mb > 0):
+            raise ConfigError(f"bucket sizes must be > 0 MiB, but got bucket_cap_mb={self.bucket_cap_mb}, "
+                             f"first_bucket_mb={self.first_bucket_mb}")
+
+    @property
+    def device_type(self) -> str:
+        """"cuda" or "cpu"."""
+        return self.devices[0].type
+
+    def resolved_precision(self, autocast_capable: bool = True) -> str:
+        """"bf16-autocast" or "fp32": what the run actually uses."""
+        if self.precision == "fp32" or self.device_type != "cuda" or not autocast_capable:
+            return "fp32"
+        return "bf16-autocast"
+
+    def ddp_devices(self) -> list[torch.device]:
+        """One device per DDP rank: distinct CUDA devices (NCCL allows one rank per GPU), or the CPU list."""
+        if self.device_type == "cuda":
+            devices = list(dict.fromkeys(self.devices))
+        else:
+            devices = list(self.devices)
+        if self.nproc is not None:
+            if self.device_type == "cuda" and self.nproc > len(devices):
+                raise ConfigError(f"--nproc {self.nproc}: DDP needs one distinct GPU per process, but --devices "
+                                 f"names {len(devices)}; lower --nproc or list more GPUs")
+            devices = (devices * self.nproc)[: self.nproc] if self.device_type == "cpu" else devices[: self.nproc]
+        return devices

@@ -1,0 +1,85 @@
+"""``dp``: ``torch.nn.DataParallel`` exactly as users run it.
+
+The model lives on ``devices[0]``; every forward replicates it onto all devices, scatters the batch,
+runs the replicas in threads and gathers the outputs back to ``devices[0]``, where the loss is
+computed on the full batch (so it is the global-batch mean by construction).  Backward reduces the
+replicas' gradients onto ``devices[0]``, and one optimizer steps there.
+
+Autocast state is thread-local and DataParallel's worker threads re-enter autocast with the default
+dtype (float16), not the caller's bf16; torch's AMP notes prescribe autocast *inside* the model's
+forward for DataParallel, which is what :class:`_AutocastForward` does.
+
+DataParallel is CUDA-only: on CPU devices it is reported "not-applicable", never emulated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from gpucomm.train.config import TrainConfig
+from gpucomm.train.models import Workload
+from gpucomm.train.strategies.base import (
+    StepResult,
+    Strategy,
+    autocast,
+    call_model,
+    make_optimizer,
+    parameter_state,
+    reset_peak_memory,
+    to_device,
+)
+from gpucomm.train.strategies.losses import scalar_loss
+
+__all__ = ["DataParallelStrategy"]
+
+
+class _AutocastForward(nn.Module):
+    """Run ``module``'s forward under bf16 autocast in whichever thread calls it."""
+
+    def __init__(self, module: nn.Module, precision: str) -> None:
+        super().__init__()
+        self.module = module
+        self.precision = precision
+
+    def forward(self, *args: Any) -> Any:
+        with autocast(torch.device("cuda"), self.precision):  # dp is CUDA-only
+            return self.module(*args)
+
+
+class DataParallelStrategy(Strategy):
+    """``nn.DataParallel(model, device_ids=devices, output_device=devices[0])``."""
+
+    name = "dp"
+
+    @classmethod
+    def not_applicable(cls, config: TrainConfig) -> str | None:
+        if config.device_type != "cuda":
+            return "torch.nn.DataParallel runs only on CUDA devices (it is not emulated on CPU)"
+        return None
+
+    def prepare(self, workload: Workload) -> None:
+        self.device = self.devices[0]
+        reset_peak_memory(self.devices)
+        self.workload = workload
+        self.precision = self.config.resolved_precision(workload.autocast)
+        self.model = workload.build_model().to(self.device)
+        ids = [d.index for d in self.devices]
+        self.dp = nn.DataParallel(_AutocastForward(self.model, self.precision), device_ids=ids,
+                                  output_device=self.device.index)
+        self.optimizer = make_optimizer(self.model.parameters(), self.device, self.config.lr)
+
+    def step(self, step: int, batch: tuple[Any, Any]) -> StepResult:
+        # As users write it: the batch goes to devices[0]; DataParallel scatters it from there.
+        inputs, targets = (to_device(x, self.device) for x in batch)
+        with autocast(self.device, self.precision):
+            loss = scalar_loss(self.workload.loss_fn(call_model(self.dp, inputs), targets))
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return StepResult(loss=loss.item())
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return parameter_state(self.model)

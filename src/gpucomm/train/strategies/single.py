@@ -1,0 +1,51 @@
+"""``single``: the whole global batch on one device — the baseline every other strategy is held to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from gpucomm.train.models import Workload
+from gpucomm.train.strategies.base import (
+    StepResult,
+    Strategy,
+    autocast,
+    call_model,
+    make_optimizer,
+    parameter_state,
+    reset_peak_memory,
+    to_device,
+)
+from gpucomm.train.strategies.losses import scalar_loss
+
+__all__ = ["SingleStrategy"]
+
+
+class SingleStrategy(Strategy):
+    """Plain training on ``devices[0]``: forward, loss over the global batch, backward, AdamW step."""
+
+    name = "single"
+
+    def __init__(self, config, devices) -> None:
+        super().__init__(config, list(devices)[:1])
+
+    def prepare(self, workload: Workload) -> None:
+        self.device = self.devices[0]
+        reset_peak_memory(self.devices)
+        self.workload = workload
+        self.precision = self.config.resolved_precision(workload.autocast)
+        self.model = workload.build_model().to(self.device)
+        self.optimizer = make_optimizer(self.model.parameters(), self.device, self.config.lr)
+
+    def step(self, step: int, batch: tuple[Any, Any]) -> StepResult:
+        inputs, targets = (to_device(x, self.device) for x in batch)
+        with autocast(self.device, self.precision):
+            loss = scalar_loss(self.workload.loss_fn(call_model(self.model, inputs), targets))
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return StepResult(loss=loss.item())
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return parameter_state(self.model)
