@@ -1,0 +1,297 @@
+"""One thin adapter per backend: the four ways ``gpucomm bench`` performs a collective.
+
+Every adapter takes the same :class:`~gpucomm.bench.buffers.BufferSet` and performs one op on it, so
+the runner's loop is identical for all of them; only the call differs:
+
+============================  ==============================================  ========================
+adapter                       calls                                           participants held here
+============================  ==============================================  ========================
+:class:`TorchCudaComm`        ``torch.cuda.comm`` (broadcast, reduce_add,      all (one process)
+                              scatter, gather; CUDA only; out-of-place)
+:class:`GpucommComm`          ``gpucomm.communicator.LocalCommunicator``       all (one process)
+:class:`TorchDistributed`     raw ``torch.distributed`` calls                  one (one per process)
+:class:`GpucommDist`          ``gpucomm.communicator.ProcessGroupCommunicator`` one (one per process)
+============================  ==============================================  ========================
+
+:meth:`Backend.call` returns the outputs to check when they are not the buffers' own (torch's
+``reduce_add`` allocates its result).  :meth:`Backend.unsupported` says, in words, why an (op, dtype,
+reduction op, placement) is not offered, or returns None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from gpucomm.bench.buffers import IN_PLACE, OUT_OF_PLACE, BufferSet, Case
+from gpucomm.collectives import CollectiveName, ReduceOp
+
+__all__ = [
+    "BACKENDS",
+    "LOCAL_BACKENDS",
+    "LOCAL_FACTORIES",
+    "PROCESS_GROUP_FACTORIES",
+    "PROCESS_GROUP_BACKENDS",
+    "Backend",
+    "GpucommComm",
+    "GpucommDist",
+    "TorchCudaComm",
+    "TorchDistributed",
+    "placements_for",
+]
+
+LOCAL_BACKENDS = ("torch.cuda.comm", "gpucomm.comm")
+PROCESS_GROUP_BACKENDS = ("torch.distributed", "gpucomm.dist")
+BACKENDS = LOCAL_BACKENDS + PROCESS_GROUP_BACKENDS
+
+_N = CollectiveName
+_BOTH = (OUT_OF_PLACE, IN_PLACE)
+_PLACEMENTS: dict[CollectiveName, tuple[str, ...]] = {
+    _N.BROADCAST: (IN_PLACE,), _N.REDUCE: (IN_PLACE,), _N.ALL_REDUCE: (IN_PLACE,),
+    _N.ALL_GATHER: _BOTH, _N.REDUCE_SCATTER: _BOTH,
+    _N.SCATTER: (OUT_OF_PLACE,), _N.GATHER: (OUT_OF_PLACE,), _N.ALL_TO_ALL: (OUT_OF_PLACE,),
+    _N.SEND_RECV: (OUT_OF_PLACE,),
+}
+
+
+def placements_for(op: CollectiveName) -> tuple[str, ...]:
+    """Placements the Communicator and torch.distributed backends measure for ``op`` (docs §4)."""
+    return _PLACEMENTS[op]
+
+
+class Backend:
+    """What the runner needs from a backend; subclasses override :meth:`call` and the capability hooks."""
+
+    name: str = ""
+    process_group: bool = False
+
+    def __init__(self, devices: Sequence[torch.device], participants: Sequence[int], n: int,
+                 world_size: int = 1) -> None:
+        self.devices = list(devices)
+        self.participants = list(participants)
+        self.n = n
+        self.world_size = world_size
+
+    @property
+    def device_type(self) -> str:
+        return self.devices[0].type
+
+    @classmethod
+    def placements(cls, op: CollectiveName) -> tuple[str, ...]:
+        """The placements this backend measures for ``op``."""
+        return placements_for(op)
+
+    @classmethod
+    def unsupported(cls, op: CollectiveName, dtype: torch.dtype, reduce_op: ReduceOp | None,
+                    device_type: str) -> str | None:
+        """Why this backend does not offer the point, in words; None when it does."""
+        if reduce_op is ReduceOp.AVG and not dtype.is_floating_point:
+            return "avg is defined for floating dtypes only"
+        return None
+
+    def graph_capturable(self) -> bool:
+        """True when every held participant is on one CUDA device (a CUDA graph captures one stream)."""
+        return self.device_type == "cuda" and len({d.index for d in self.devices}) == 1
+
+    def call(self, case: Case, bufs: BufferSet) -> list[torch.Tensor | None] | None:
+        raise NotImplementedError
+
+    def synchronize(self) -> None:
+        for index in sorted({d.index for d in self.devices if d.type == "cuda"}):
+            torch.cuda.synchronize(index)
+
+    def barrier(self) -> None:
+        """A barrier across processes (nothing to do for one-process backends)."""
+
+
+# ----- torch.cuda.comm ------------------------------------------------------------------------------
+class TorchCudaComm(Backend):
+    """``torch.cuda.comm``, called the way a user calls it (``out=`` where torch offers it)."""
+
+    name = "torch.cuda.comm"
+    _OPS = {_N.BROADCAST, _N.REDUCE, _N.SCATTER, _N.GATHER}
+
+    def __init__(self, devices: Sequence[torch.device]) -> None:
+        super().__init__(devices, range(len(devices)), len(devices))
+
+    @classmethod
+    def placements(cls, op: CollectiveName) -> tuple[str, ...]:
+        return (OUT_OF_PLACE,)
+
+    @classmethod
+    def unsupported(cls, op: CollectiveName, dtype: torch.dtype, reduce_op: ReduceOp | None,
+                    device_type: str) -> str | None:
+        if device_type != "cuda":
+            return "torch.cuda.comm runs on CUDA devices only"
+        if op not in cls._OPS:
+            return f"torch.cuda.comm has no {op}"
+        if op is _N.REDUCE and reduce_op is not ReduceOp.SUM:
+            return "torch.cuda.comm.reduce_add only sums"
+        return super().unsupported(op, dtype, reduce_op, device_type)
+
+    def call(self, case: Case, bufs: BufferSet) -> list[torch.Tensor | None] | None:
+        from torch.cuda import comm
+
+        root = case.root or 0
+        if case.op is _N.BROADCAST:
+            comm.broadcast(bufs.inputs[root], out=bufs.outputs)
+        elif case.op is _N.REDUCE:
+            result = comm.reduce_add(bufs.inputs, destination=self.devices[root].index)
+            return [result if k == root else None for k in range(len(self.devices))]
+        elif case.op is _N.SCATTER:
+            comm.scatter(bufs.inputs[root], out=bufs.outputs)
+        elif case.op is _N.GATHER:
+            comm.gather(bufs.inputs, dim=0, out=bufs.outputs[root])
+        else:
+            raise ValueError(f"torch.cuda.comm has no {case.op}")
+        return None
+
+
+# ----- the Communicator backends ----------------------------------------------------------------------
+def communicator_call(comm, case: Case, bufs: BufferSet) -> None:
+    """Perform ``case.op`` through a :class:`gpucomm.communicator.Communicator` (the ABC's contract)."""
+    op, outs, ins = case.op, bufs.outputs, bufs.inputs
+    root, rop = case.root or 0, case.reduce_op
+    if op is _N.BROADCAST:
+        comm.broadcast(outs, root=root)
+    elif op is _N.REDUCE:
+        comm.reduce(outs, root=root, op=rop)
+    elif op is _N.ALL_REDUCE:
+        comm.all_reduce(outs, op=rop)
+    elif op is _N.ALL_GATHER:
+        comm.all_gather(outs, ins)
+    elif op is _N.REDUCE_SCATTER:
+        comm.reduce_scatter(outs, ins, op=rop)
+    elif op is _N.SCATTER:
+        comm.scatter(outs, ins, root=root)
+    elif op is _N.GATHER:
+        comm.gather(outs, ins, root=root)
+    elif op is _N.ALL_TO_ALL:
+        comm.all_to_all(outs, ins)
+    elif op is _N.SEND_RECV:
+        comm.send_recv(outs, ins)
+    else:
+        raise ValueError(f"no Communicator method for {op}")
+
+
+class GpucommComm(Backend):
+    """``gpucomm.comm`` through :class:`gpucomm.communicator.LocalCommunicator` (one process, all devices)."""
+
+    name = "gpucomm.comm"
+
+    def __init__(self, devices: Sequence[torch.device]) -> None:
+        from gpucomm.communicator import LocalCommunicator
+
+        super().__init__(devices, range(len(devices)), len(devices))
+        self.comm = LocalCommunicator(list(devices))
+
+    def call(self, case: Case, bufs: BufferSet) -> None:
+        communicator_call(self.comm, case, bufs)
+
+    def synchronize(self) -> None:
+        self.comm.synchronize()
+
+
+class GpucommDist(Backend):
+    """``gpucomm.dist`` through :class:`gpucomm.communicator.ProcessGroupCommunicator` (one device here)."""
+
+    name = "gpucomm.dist"
+    process_group = True
+
+    def __init__(self, device: torch.device | None = None) -> None:
+        from gpucomm.communicator import ProcessGroupCommunicator
+
+        self.comm = ProcessGroupCommunicator(group=None)
+        super().__init__(self.comm.devices, self.comm.participants, self.comm.n, self.comm.world_size)
+
+    def call(self, case: Case, bufs: BufferSet) -> None:
+        communicator_call(self.comm, case, bufs)
+
+    def synchronize(self) -> None:
+        self.comm.synchronize()
+
+    def barrier(self) -> None:
+        self.comm.barrier()
+
+
+# ----- raw torch.distributed ----------------------------------------------------------------------------
+class TorchDistributed(Backend):
+    """Raw ``torch.distributed`` calls on the default group, one participant (this rank's device)."""
+
+    name = "torch.distributed"
+    process_group = True
+
+    def __init__(self, device: torch.device) -> None:
+        import torch.distributed as dist
+
+        rank, world = dist.get_rank(), dist.get_world_size()
+        super().__init__([device], [rank], world, world)
+        self.rank = rank
+
+    def call(self, case: Case, bufs: BufferSet) -> None:
+        import torch.distributed as dist
+
+        op, n, rank = case.op, case.n, self.rank
+        inp, out = bufs.inputs[0], bufs.outputs[0]
+        root = case.root or 0
+        rop = _dist_op(case.reduce_op)
+        if op is _N.BROADCAST:
+            dist.broadcast(out, src=root)
+        elif op is _N.REDUCE:
+            dist.reduce(out, dst=root, op=rop)
+        elif op is _N.ALL_REDUCE:
+            dist.all_reduce(out, op=rop)
+        elif op is _N.ALL_GATHER:
+            dist.all_gather_into_tensor(out, inp)
+        elif op is _N.REDUCE_SCATTER:
+            dist.reduce_scatter_tensor(out, inp, op=rop)
+        elif op is _N.SCATTER:
+            dist.scatter(out, list(inp.chunk(n)) if rank == root else None, src=root)
+        elif op is _N.GATHER:
+            dist.gather(inp, list(out.chunk(n)) if rank == root else None, dst=root)
+        elif op is _N.ALL_TO_ALL:
+            dist.all_to_all_single(out, inp)
+        elif op is _N.SEND_RECV:
+            _send_recv(out, inp, rank, n)
+        else:
+            raise ValueError(f"no torch.distributed call for {op}")
+
+    def synchronize(self) -> None:
+        if self.device_type == "cuda":
+            torch.cuda.synchronize(self.devices[0])
+
+    def barrier(self) -> None:
+        import torch.distributed as dist
+
+        if self.device_type == "cuda":
+            dist.barrier(device_ids=[self.devices[0].index])
+        else:
+            dist.barrier()
+
+
+LOCAL_FACTORIES: dict[str, type[Backend]] = {"torch.cuda.comm": TorchCudaComm, "gpucomm.comm": GpucommComm}
+"""One-process backends by name; each is built as ``factory(devices)`` (tests swap in doubles here)."""
+PROCESS_GROUP_FACTORIES: dict[str, type[Backend]] = {"torch.distributed": TorchDistributed,
+                                                     "gpucomm.dist": GpucommDist}
+"""Process-group backends by name; each is built as ``factory(device)`` inside a rank."""
+
+
+def _dist_op(reduce_op: ReduceOp | None):
+    import torch.distributed as dist
+
+    if reduce_op is None:
+        return dist.ReduceOp.SUM
+    return getattr(dist.ReduceOp, reduce_op.name)
+
+
+def _send_recv(out: torch.Tensor, inp: torch.Tensor, rank: int, n: int) -> None:
+    """Each rank sends to rank+1 and receives from rank-1; a world of one copies (torch refuses self-sends)."""
+    import torch.distributed as dist
+
+    if n == 1:
+        out.copy_(inp)
+        return
+    ops = [dist.P2POp(dist.isend, inp, (rank + 1) % n), dist.P2POp(dist.irecv, out, (rank - 1) % n)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()

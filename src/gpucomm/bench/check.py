@@ -1,0 +1,119 @@
+"""Exact correctness checking: inputs from a closed formula, expected outputs computed independently.
+
+As in nccl-tests (``verifiable.h``), inputs are small integers held in the benchmarked dtype, so
+every sum, max, min and product is exact in any reduction order and any dtype we offer (bfloat16
+included); the check is then bit-exact, except ``avg`` on floating dtypes, which allows 2 ulp.
+
+* :func:`pattern` — participant ``p``'s input of ``numel`` elements: a formula of (p, index, op).
+* :func:`expected` — what participant ``q`` must hold afterwards, computed on the CPU in float64 or
+  int64 straight from :func:`pattern`, never by running a backend.
+* :func:`count_wrong` — elements of an output that differ from the expected ones (``#wrong``).
+
+See ``docs/performance.md`` §5.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gpucomm.collectives import CollectiveName, ReduceOp
+
+__all__ = ["SENTINEL", "count_wrong", "expected", "pattern", "value_modulus"]
+
+SENTINEL = -1
+"""Fill value of output buffers before an op: no correct output element ever equals it."""
+
+_HASH_A, _HASH_B = 1_000_003, 40_503
+
+
+def value_modulus(n: int) -> int:
+    """Inputs for sum/avg/max/min lie in ``0 … m-1`` so that a sum over ``n`` stays <= 256 (bf16-exact)."""
+    return max(2, min(5, 256 // max(n, 1)))
+
+
+def pattern(p: int, numel: int, n: int, reduce_op: ReduceOp | None, *, dtype: torch.dtype,
+            device: torch.device | str = "cpu") -> torch.Tensor:
+    """Participant ``p``'s input: ``numel`` small integers in ``dtype`` on ``device``.
+
+    prod uses 1s and 2s, with a 2 where ``(i + p) % 4 == 0``, so an element's product over n
+    participants has at most ceil(n/4) factors of 2; every other op uses a hash of (p, i) mod
+    :func:`value_modulus` (participants differ from one another, so a missed copy shows up).
+    """
+    i = torch.arange(numel, dtype=torch.int64, device=device)
+    if reduce_op is ReduceOp.PROD:
+        values = torch.where((i + p) % 4 == 0, 2, 1)
+    else:
+        values = (((p * _HASH_A + i) * _HASH_B) >> 8) % value_modulus(n)
+    return values.to(dtype)
+
+
+def _wide(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype.is_floating_point else torch.int64
+
+
+def _reduce(n: int, numel: int, reduce_op: ReduceOp, dtype: torch.dtype) -> torch.Tensor:
+    wide = _wide(dtype)
+    acc = pattern(0, numel, n, reduce_op, dtype=wide)
+    for p in range(1, n):
+        x = pattern(p, numel, n, reduce_op, dtype=wide)
+        if reduce_op in (ReduceOp.SUM, ReduceOp.AVG):
+            acc += x
+        elif reduce_op is ReduceOp.PROD:
+            acc *= x
+        elif reduce_op is ReduceOp.MAX:
+            acc = torch.maximum(acc, x)
+        else:
+            acc = torch.minimum(acc, x)
+    return acc / n if reduce_op is ReduceOp.AVG else acc
+
+
+def expected(op: CollectiveName, q: int, *, n: int, count: int, dtype: torch.dtype,
+             reduce_op: ReduceOp | None, root: int) -> torch.Tensor | None:
+    """What participant ``q``'s output must hold after ``op`` (CPU, float64/int64); None = unchecked.
+
+    ``count`` is the row's count: the whole buffer for broadcast/reduce/all_reduce/send_recv, one
+    chunk for the chunked collectives (docs/performance.md §1).
+    """
+    wide = _wide(dtype)
+    full, c = count * n, count
+
+    def pat(p: int, numel: int) -> torch.Tensor:
+        return pattern(p, numel, n, reduce_op, dtype=wide)
+
+    if op is CollectiveName.BROADCAST:
+        return pat(root, count)
+    if op is CollectiveName.REDUCE:
+        return _reduce(n, count, reduce_op, dtype) if q == root else None
+    if op is CollectiveName.ALL_REDUCE:
+        return _reduce(n, count, reduce_op, dtype)
+    if op is CollectiveName.ALL_GATHER:
+        return torch.cat([pat(p, c) for p in range(n)])
+    if op is CollectiveName.REDUCE_SCATTER:
+        return _reduce(n, full, reduce_op, dtype)[q * c:(q + 1) * c]
+    if op is CollectiveName.SCATTER:
+        return pat(root, full)[q * c:(q + 1) * c]
+    if op is CollectiveName.GATHER:
+        return torch.cat([pat(p, c) for p in range(n)]) if q == root else None
+    if op is CollectiveName.ALL_TO_ALL:
+        return torch.cat([pat(p, full)[q * c:(q + 1) * c] for p in range(n)])
+    if op is CollectiveName.SEND_RECV:
+        return pat((q - 1) % n, count)
+    raise ValueError(f"expected: no expected-result rule for collective {op!r}")
+
+
+def count_wrong(output: torch.Tensor | None, want: torch.Tensor, reduce_op: ReduceOp | None) -> int:
+    """Elements of ``output`` that differ from ``want`` (a missing or mis-shaped output: all of them).
+
+    ``want`` is cast to the output's dtype first, so the comparison is bit-exact; ``avg`` on a
+    floating dtype allows 2 ulp of the expected value (nccl-tests' tolerance).  NaN is always wrong.
+    """
+    if output is None or output.numel() != want.numel():
+        return int(want.numel())
+    got = output.detach().reshape(-1).cpu()
+    target = want.to(got.dtype)
+    if reduce_op is ReduceOp.AVG and got.dtype.is_floating_point:
+        tol = 2 * torch.finfo(got.dtype).eps * target.double().abs()
+        ok = (got.double() - target.double()).abs() <= tol
+    else:
+        ok = got == target
+    return int((~ok).sum())

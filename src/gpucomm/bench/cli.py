@@ -1,0 +1,266 @@
+"""``gpucomm bench``: collectives side by side — torch.cuda.comm, gpucomm.comm, torch.distributed, gpucomm.dist.
+
+Usage::
+
+    gpucomm bench                               # everything that applies, on whatever devices exist
+    gpucomm bench -b 1K -e 1G -f 2 --ops all_reduce,all_gather -d bf16
+    gpucomm bench --backends gpucomm.comm,torch.cuda.comm --devices 0,0,0,0
+    torchrun --nproc-per-node 8 -m gpucomm bench  # process-group backends only, across all ranks
+
+Method (``docs/performance.md``): nccl-tests' sizes (``-b -e -f``, K/M/G suffixes), untimed warmup
+(``-w``), ``-n`` timed iterations per row with rotating buffers, CUDA events on GPU (``--cuda-graph``
+for graph replays, labelled in every row) or perf_counter on CPU; median and p99; algbw and busbw;
+every row checked exactly (``-c``, ``#wrong``); speedup against torch.cuda.comm (one process) or raw
+torch.distributed (process groups).
+
+Where it runs: all visible GPUs (one GPU: 4 slots of cuda:0 for the one-process backends, world size 1
+for the process-group ones); with no GPU, 4 CPU slots and gloo with 2–4 processes, labelled as CPU
+numbers.  Under torchrun only the process-group backends run; rank 0 writes.
+
+Output: ``--out DIR`` (default ``./gpucomm-results/<UTC time>/``) gets ``records.jsonl`` (an env block,
+then one row per line, each flushed as it finishes) and the report (``gpucomm.report.build``).  Ctrl-C
+or SIGTERM keeps every finished row and still writes the report.
+
+Exit status: 0 ok; 1 a row was wrong, a backend failed, or ``--min-busbw`` was missed; 2 usage error;
+130 interrupted (rows and report kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import signal
+import sys
+import types
+from collections.abc import Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from gpucomm import collectives
+from gpucomm.bench import backends as _backends
+from gpucomm.bench.config import DTYPES, BenchConfig, defaults_for, parse_dtype
+from gpucomm.bench.sizes import parse_size, size_sweep
+from gpucomm.collectives import ReduceOp, parse_op
+
+__all__ = ["UsageError", "add_parser", "config_from_args", "run"]
+
+_INTERRUPTED = 130
+
+
+class UsageError(ValueError):
+    """A bad flag value: printed as one line, exit status 2."""
+
+
+def _one_line_error(self: argparse.ArgumentParser, message: str) -> None:
+    self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``gpucomm bench`` and return its parser."""
+    p = subparsers.add_parser("bench", help="measure collectives side by side (nccl-tests method)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.error = types.MethodType(_one_line_error, p)
+    s = p.add_argument_group("sizes (bytes; K/M/G suffixes = 2^10/2^20/2^30)")
+    s.add_argument("-b", "--minbytes", help="smallest size (default 8)")
+    s.add_argument("-e", "--maxbytes", help="largest size (default 256M on CUDA, 1M on CPU)")
+    s.add_argument("-f", "--stepfactor", type=int, help="multiply the size by this each step (default 4 CUDA, 8 CPU)")
+    w = p.add_argument_group("what to measure")
+    w.add_argument("--ops", default="all", help=f"collectives, comma-separated, or all: {', '.join(collectives.names())}")
+    w.add_argument("--backends", default="all", help=f"comma-separated, or all: {', '.join(_backends.BACKENDS)}")
+    w.add_argument("-d", "--dtype", default="float32", help=f"comma-separated, or all: {', '.join(DTYPES)}")
+    w.add_argument("-o", "--op", default="sum", help="reduction ops, comma-separated, or all: sum, avg, max, min, prod")
+    w.add_argument("-r", "--root", type=int, default=0, help="root participant of rooted collectives (default 0)")
+    w.add_argument("--devices", help="one-process participants, e.g. 0,1,2,3 or 0,0,0,0 or cpu,cpu (default: all GPUs; "
+                                     "one GPU: 4 slots of cuda:0; no GPU: 4 CPU slots)")
+    w.add_argument("--nproc", type=int, help="processes for the process-group backends (default: one per GPU; CPU: 2-4)")
+    t = p.add_argument_group("method")
+    t.add_argument("-n", "--iters", type=int, help="timed iterations per row (default 20 CUDA, 10 CPU)")
+    t.add_argument("-w", "--warmup-iters", type=int, help="untimed warmup iterations per row (default 5 CUDA, 2 CPU)")
+    t.add_argument("-c", "--check", type=int, default=1, help="correctness-check iterations per row; 0 = off (default 1)")
+    t.add_argument("--cuda-graph", action="store_true", help="time CUDA-graph replays (labelled cuda-graph)")
+    t.add_argument("--timeout", type=float, default=600.0, help="seconds the process-group phase may take")
+    o = p.add_argument_group("output")
+    o.add_argument("--out", help="result directory (default ./gpucomm-results/<UTC time>/)")
+    o.add_argument("--min-busbw", type=float, metavar="GBPS",
+                   help="exit 1 if a series' busbw at its largest size is below GBPS")
+    return p
+
+
+# ----- parse → typed config --------------------------------------------------------------------------
+def _split(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _ops(text: str) -> tuple[collectives.CollectiveName, ...]:
+    if text.strip().lower() == "all":
+        return tuple(collectives.COLLECTIVES)
+    try:
+        return tuple(dict.fromkeys(collectives.get(x).name for x in _split(text)))
+    except ValueError as exc:
+        raise UsageError(f"--ops: {exc}") from None
+
+
+def _reduce_ops(text: str) -> tuple[ReduceOp, ...]:
+    if text.strip().lower() == "all":
+        return tuple(ReduceOp)
+    return tuple(dict.fromkeys(parse_op(x, arg="--op") for x in _split(text)))
+
+
+def _dtypes(text: str):
+    if text.strip().lower() == "all":
+        return tuple(DTYPES.values())
+    return tuple(dict.fromkeys(parse_dtype(x) for x in _split(text)))
+
+
+def _backend_names(text: str, device_type: str, torchrun: bool) -> tuple[tuple[str, ...], bool]:
+    """(backends to run, whether the user named them)."""
+    if text.strip().lower() == "all":
+        names = list(_backends.PROCESS_GROUP_BACKENDS if torchrun else _backends.BACKENDS)
+        return tuple(x for x in names if device_type == "cuda" or x != "torch.cuda.comm"), False
+    names = _split(text)
+    known = (*_backends.LOCAL_FACTORIES, *_backends.PROCESS_GROUP_FACTORIES)
+    for name in names:
+        if name not in known:
+            raise UsageError(f"--backends: unknown backend {name!r}; expected one of {', '.join(known)} (or all)")
+        if name == "torch.cuda.comm" and device_type != "cuda":
+            raise UsageError("--backends: torch.cuda.comm needs CUDA devices, but this run is on CPU; drop it")
+        if torchrun and name in _backends.LOCAL_FACTORIES:
+            raise UsageError(f"--backends: {name} is a one-process backend; under torchrun only "
+                             f"{', '.join(_backends.PROCESS_GROUP_BACKENDS)} run")
+    order = [*_backends.LOCAL_FACTORIES, *_backends.PROCESS_GROUP_FACTORIES]  # baselines first
+    return tuple(sorted(dict.fromkeys(names), key=order.index)), True
+
+
+def _devices(text: str | None):
+    from gpucomm.devices import cuda_device_count, default_devices, parse_devices
+
+    if text is None:
+        return tuple(default_devices(4) if cuda_device_count() == 1 else default_devices())
+    try:
+        devices = parse_devices(_split(text), arg="--devices")
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    if not devices:
+        raise UsageError("--devices: expected at least one device, e.g. 0,0,0,0 or cpu,cpu")
+    if len({d.type for d in devices}) > 1:
+        raise UsageError(f"--devices: expected devices of one type, but got {', '.join(map(str, devices))}")
+    count = cuda_device_count()
+    for d in devices:
+        if d.type == "cuda" and d.index >= count:
+            raise UsageError(f"--devices: {d} does not exist ({count} CUDA device(s) visible)")
+    return tuple(devices)
+
+
+def _torchrun() -> bool:
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
+def config_from_args(args: argparse.Namespace) -> tuple[BenchConfig, bool]:
+    """Build the run's :class:`BenchConfig` (and whether backends were named); UsageError on bad flags."""
+    torchrun = _torchrun()
+    try:
+        devices = _devices(args.devices)
+        device_type = devices[0].type
+        d = defaults_for(device_type)
+        minbytes = parse_size(args.minbytes if args.minbytes is not None else d.minbytes, "--minbytes")
+        maxbytes = parse_size(args.maxbytes if args.maxbytes is not None else d.maxbytes, "--maxbytes")
+        if args.minbytes is not None and args.maxbytes is None:
+            maxbytes = max(maxbytes, minbytes)
+        step = args.stepfactor if args.stepfactor is not None else d.stepfactor
+        if minbytes > maxbytes:
+            raise UsageError(f"--minbytes {minbytes} is larger than --maxbytes {maxbytes}; swap them")
+        sizes = size_sweep(minbytes, maxbytes, step)
+        backend_names, named = _backend_names(args.backends, device_type, torchrun)
+        nproc = int(os.environ["WORLD_SIZE"]) if torchrun else (args.nproc or d.nproc)
+        cfg = BenchConfig(
+            ops=_ops(args.ops), backends=backend_names, sizes=tuple(sizes), dtypes=_dtypes(args.dtype),
+            reduce_ops=_reduce_ops(args.op), iters=args.iters if args.iters is not None else d.iters,
+            warmup=args.warmup_iters if args.warmup_iters is not None else d.warmup, check=args.check,
+            device_type=device_type, devices=devices, nproc=nproc, root=args.root, cuda_graph=args.cuda_graph,
+            min_busbw=args.min_busbw, timeout=args.timeout,
+        )
+    except UsageError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    _check_root(cfg, torchrun)
+    return cfg, named
+
+
+def _check_root(cfg: BenchConfig, torchrun: bool) -> None:
+    rooted = any(collectives.get(op).has_root for op in cfg.ops)
+    counts = []
+    if not torchrun and any(b in _backends.LOCAL_FACTORIES for b in cfg.backends):
+        counts.append(len(cfg.devices))
+    if any(b in _backends.PROCESS_GROUP_FACTORIES for b in cfg.backends):
+        counts.append(cfg.nproc)
+    if rooted and counts and cfg.root >= min(counts):
+        raise UsageError(f"--root: expected a participant index below {min(counts)}, but got {cfg.root}")
+    if cfg.device_type == "cuda" and not torchrun and cfg.nproc > _cuda_count() and any(
+            b in _backends.PROCESS_GROUP_FACTORIES for b in cfg.backends):
+        raise UsageError(f"--nproc: NCCL needs one GPU per process, but {cfg.nproc} processes were asked for and "
+                         f"{_cuda_count()} GPU(s) are visible; lower --nproc")
+
+
+def _cuda_count() -> int:
+    from gpucomm.devices import cuda_device_count
+
+    return cuda_device_count()
+
+
+def _out_dir(text: str | None) -> Path:
+    """The result directory, created and proven writable now (a usage error otherwise)."""
+    if text is None:
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        path = Path("gpucomm-results") / stamp
+    else:
+        path = Path(text)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".gpucomm-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"--out {str(path)!r}: cannot write results there ({exc.strerror or exc}); "
+                         f"choose a writable directory") from None
+    return path
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM raises KeyboardInterrupt in the main thread, so both signals keep rows and the report."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``gpucomm bench``; returns the exit status."""
+    from gpucomm.bench.session import Session
+
+    try:
+        cfg, named = config_from_args(args)
+        rank0 = not _torchrun() or os.environ.get("RANK") == "0"
+        out = _out_dir(args.out) if rank0 else None
+    except UsageError as exc:
+        print(f"gpucomm bench: error: {exc}", file=sys.stderr)
+        return 2
+    with _sigterm_as_interrupt():
+        return Session(cfg, out, named_backends=named, torchrun=_torchrun()).run()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m gpucomm.bench.cli``: the same as ``gpucomm bench``."""
+    from gpucomm.cli import main as gpucomm_main
+
+    return gpucomm_main(["bench", *(argv if argv is not None else sys.argv[1:])])
