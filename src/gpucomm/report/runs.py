@@ -39,15 +39,27 @@ class Run:
 
     @property
     def is_cpu(self) -> bool:
-        """Whether any of this run's numbers were taken on CPU (an env block or a row says "cpu")."""
+        """Whether any of this run's measured numbers (bench or train rows) were taken on CPU.
+
+        Advice and scale rows are predictions, not measurements, so they never make a run "CPU numbers".
+        """
         r = self.results
-        return any(x.device_type == "cpu" for x in (*r.env, *r.bench, *r.train))
+        return any(x.device_type == "cpu" for x in (*r.bench, *r.train))
 
 
 def device_name(env: EnvRecord) -> str:
-    """The device a run used: "2x NVIDIA H200", or "CPU" when it ran on CPU or saw no GPU."""
-    if env.device_type == "cpu" or not env.devices:
+    """The device a run used: "2x NVIDIA H200"; "CPU" for a CPU run.
+
+    An env block without devices on a non-CPU run is an ``advise`` prediction (the advisor leaves the
+    devices out: the machine it ran on is not the one it describes); its hardware profile is named
+    when the env block's ``extra["advise"]["hardware"]`` says it.
+    """
+    if env.device_type == "cpu":
         return "CPU"
+    if not env.devices:
+        advise = env.extra.get("advise")
+        hardware = advise.get("hardware") if isinstance(advise, dict) else None
+        return f"prediction for {hardware}" if hardware else "no devices recorded"
     names = Counter(str(d.get("name", "?")) for d in env.devices)
     return ", ".join(f"{count}x {name}" for name, count in names.items())
 
