@@ -282,10 +282,32 @@ def launch(fn: Callable, nprocs: int, *args: Any, backend: str | None = None,
     tmpdir = tempfile.mkdtemp(prefix="gpucomm-launch-")  # mkdtemp makes it 0700
     spec = _WorkerSpec(nprocs=nprocs, backend=name, pg_timeout_s=seconds + _PG_TIMEOUT_MARGIN_S,
                        tmpdir=tmpdir, debug_check=debug_check)
+    tracker_was_running = _resource_tracker_running()
     try:
         return _Run(spec, ref, args, seconds).run()
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
+        if not tracker_was_running:
+            _stop_resource_tracker()
+
+
+def _resource_tracker_running() -> bool:
+    from multiprocessing import resource_tracker
+
+    return getattr(resource_tracker._resource_tracker, "_pid", None) is not None
+
+
+def _stop_resource_tracker() -> None:
+    # Starting a spawn-context process starts multiprocessing's resource tracker, a process that
+    # otherwise lives as long as this one; stop it when the launch was what started it.
+    from multiprocessing import resource_tracker
+
+    stop = getattr(resource_tracker._resource_tracker, "_stop", None)
+    if stop is not None:
+        try:
+            stop()
+        except Exception:
+            pass
 
 
 class _Run:

@@ -4,5 +4,6 @@ They live in the package (not in ``tests/``) so that users can test their own co
 """
 
 from gpucomm.testing.markers import requires_gpus
+from gpucomm.testing.spawn import check_ranks, spawn
 
-__all__ = ["requires_gpus"]
+__all__ = ["check_ranks", "requires_gpus", "spawn"]
