@@ -112,18 +112,26 @@ def _draw_bench(series, ylabel: str, log_y: bool, baseline_line: bool):
     def draw(fig) -> None:
         ax = fig.add_subplot()
         wrong_labelled = False
+        both = len({in_place for _, _, in_place, _ in series}) > 1  # dashed = in-place, when both exist
         for label, colour, in_place, points in series:
             xs, ys, wrong = zip(*points, strict=True)
             ax.plot(xs, ys, marker="o", markersize=3, color=f"C{colour % 10}",
-                    linestyle="--" if in_place else "-", label=label)
+                    linestyle="--" if in_place and both else "-", label=label)
             bad = [(x, y) for x, y, w in zip(xs, ys, wrong, strict=True) if w]
             if bad:
                 ax.plot(*zip(*bad, strict=True), "X", color="red", markersize=9, linestyle="none",
                         label=None if wrong_labelled else "WRONG result")
                 wrong_labelled = True
         _size_axis(ax, [p[0] for *_, pts in series for p in pts])
+        values = [p[1] for *_, pts in series for p in pts]
         if log_y:
             ax.set_yscale("log")
+        elif max(values) / min(values) > 4:  # ratios spanning a wide range read best on a log scale
+            from matplotlib.ticker import FuncFormatter, NullFormatter
+
+            ax.set_yscale("log", base=2)
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}x"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
         if baseline_line:
             ax.axhline(1.0, color="black", linewidth=1, linestyle=":", label="baseline (1.0x)")
         ax.set_ylabel(ylabel)
@@ -145,7 +153,9 @@ def speedup_plot(runs: Sequence[Run], op: str) -> Figure | None:
     series = _bench_series(runs, op, lambda r: r.speedup if r.baseline and r.baseline != r.backend else None)
     if not series:
         return None
-    return _render(f"speedup_{op}", f"{op}: speedup vs baseline (above 1 = faster)",
+    baselines = sorted({r.baseline for run in runs for r in run.results.bench
+                        if r.op == op and r.baseline and r.baseline != r.backend and r.speedup is not None})
+    return _render(f"speedup_{op}", f"{op}: speedup vs {' / '.join(baselines)} (above 1 = faster)",
                    _draw_bench(series, "baseline time / time", log_y=False, baseline_line=True))
 
 
