@@ -42,7 +42,7 @@ def check_device(dev: torch.device, arg: str) -> torch.device:
                          "between CPU and CUDA devices only")
     count = cuda_device_count()
     if count == 0:
-        raise fail_value(arg, "a device this machine has", f"{str(dev)!r}, but CUDA is not available here",
+        raise fail_value(arg, "a device this machine has", f"{str(dev)!r} while CUDA is not available here",
                          "use 'cpu' devices (e.g. ['cpu', 'cpu']) to run without a GPU")
     index = torch.cuda.current_device() if dev.index is None else dev.index
     if index >= count:
