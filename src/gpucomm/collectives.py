@@ -68,6 +68,9 @@ class ReduceOp(str, enum.Enum):
         return self.value
 
 
+_TORCH_ALIASES = {"product": "prod"}  # torch.distributed.ReduceOp.PRODUCT
+
+
 def parse_op(op: object, arg: str = "op") -> ReduceOp:
     """Accept ``"sum"``/``"SUM"``/``ReduceOp.SUM`` (and torch.distributed.ReduceOp's names); clear errors."""
     if isinstance(op, ReduceOp):
@@ -77,7 +80,7 @@ def parse_op(op: object, arg: str = "op") -> ReduceOp:
     if not isinstance(name, str):
         raise TypeError(f"{arg}: expected a str such as 'sum', but got {type(op).__name__} {op!r}")
     try:
-        return ReduceOp(name.lower())
+        return ReduceOp(_TORCH_ALIASES.get(name.lower(), name.lower()))
     except ValueError:
         valid = ", ".join(repr(o.value) for o in ReduceOp)
         raise ValueError(f"{arg}: unknown reduction op {op!r}; expected one of {valid}") from None
