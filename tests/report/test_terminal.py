@@ -15,10 +15,14 @@ from gpucomm.report.terminal import (
 )
 
 
-def _text(table) -> str:
-    console = Console(width=400, record=True, color_system=None)
+def _text_at(table, width: int) -> str:
+    console = Console(width=width, record=True, color_system=None)
     console.print(table)
     return console.export_text()
+
+
+def _text(table) -> str:
+    return _text_at(table, 400)
 
 
 def test_bench_table_has_units_row_and_nccl_tests_columns():
@@ -63,10 +67,22 @@ def test_bench_table_is_cheap_for_a_live_display():
 
 
 def test_train_table_shows_throughput_and_equality():
-    text = _text(train_table(train_rows()))
+    table = train_table(train_rows())
+    text = _text(table)
     assert "190.0" in text and "95.0%" in text
-    assert "DIFFERENT" in text
-    assert "not-applicable: dp needs CUDA" in text
+    assert "DIFFERENT" in text and "n/a" in text
+    assert "dp on 4: dp needs CUDA" in text
+    headers = [c.header for c in table.columns]
+    assert "model" not in headers and "precision" not in headers  # the same in every row
+
+
+def test_train_table_leaves_out_empty_columns_and_fits_80_columns():
+    rows = train_rows()
+    for r in rows:
+        r.peak_mem_bytes = []  # CPU: no peak memory
+    table = train_table(rows)
+    assert "peak mem" not in [c.header for c in table.columns]
+    assert "…" not in _text_at(table, 80)
 
 
 def test_advice_table_ranks_and_flags_oom():

@@ -46,10 +46,11 @@ BENCH_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 _NUMERIC = {"size", "count", "n", "time med", "time p99", "algbw", "busbw", "#wrong", "speedup"}
 
+# Narrow on purpose: the train CLI prints this in whatever terminal it has (80 columns in a pipe).
 _TRAIN_COLUMNS = (
-    ("strategy", ""), ("model", ""), ("devices", ""), ("precision", ""), ("status", ""),
-    ("samples/s", ""), ("tokens/s", ""), ("step median", "(ms)"), ("step p90", "(ms)"),
-    ("peak mem", "(max/device)"), ("comm", "(ms/step)"), ("scaling eff", ""), ("equal to single", ""),
+    ("strategy", ""), ("model", ""), ("precision", ""), ("dev", ""), ("samples/s", ""), ("tokens/s", ""),
+    ("step med", "(ms)"), ("p90", "(ms)"), ("peak mem", "(GiB)"), ("comm", "(ms)"), ("eff", ""),
+    ("equal", ""), ("status", ""),
 )
 _ADVICE_COLUMNS = (
     ("rank", ""), ("strategy", ""), ("hardware", ""), ("GPUs", "(nodes x per node)"), ("step", "(s)"),
@@ -62,13 +63,21 @@ _SCALE_COLUMNS = (
 )
 
 
-def _table(columns: Iterable[tuple[str, str]], title: str | None, numeric: set[str] | None = None) -> Table:
-    """A table with the given columns and, when any column has a unit, a dim units row under the header."""
+def _table(columns: Iterable[tuple[str, str]], title: str | None, numeric: set[str] | None = None,
+           no_wrap: set[str] | None = None, compact: bool = False) -> Table:
+    """A table with the given columns and, when any column has a unit, a dim units row under the header.
+
+    Numeric columns and those in ``no_wrap`` never wrap, so a narrow terminal squeezes prose columns
+    (notes, reasons) rather than numbers and names.  ``compact`` separates columns by one space
+    instead of two.
+    """
     columns = tuple(columns)
-    table = Table(title=title, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    spacing = {"padding": (0, 0), "show_edge": False} if compact else {"collapse_padding": True}
+    table = Table(title=title, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, **spacing)
     for name, _unit in columns:
         numeric_col = name in (numeric or set())
-        table.add_column(name, justify="right" if numeric_col else "left", no_wrap=numeric_col)
+        table.add_column(name, justify="right" if numeric_col else "left",
+                         no_wrap=numeric_col or name in (no_wrap or set()))
     if any(unit for _name, unit in columns):
         table.add_row(*(unit for _name, unit in columns), style="dim", end_section=True)
     return table
@@ -111,38 +120,55 @@ def bench_table(records: Iterable[BenchRecord], title: str | None = None) -> Tab
 def _equality(record: TrainRecord) -> str:
     if record.equal_to_single is None:
         return MISSING
-    diff = "" if record.max_loss_rel_diff is None else f" (loss rel diff {record.max_loss_rel_diff:.1e})"
-    return ("equal" if record.equal_to_single else "DIFFERENT") + diff
+    return "equal" if record.equal_to_single else "DIFFERENT"
 
 
 def _peak(record: TrainRecord) -> str:
-    return fmt_mem(max(record.peak_mem_bytes)) if record.peak_mem_bytes else MISSING
+    return f"{max(record.peak_mem_bytes) / (1 << 30):.2f}" if record.peak_mem_bytes else MISSING
 
 
 def train_table(records: Iterable[TrainRecord], title: str | None = None) -> Table:
     """A table of train records: throughput, step time, memory, comm time, scaling and equality.
 
-    Rows whose status is not "ok" are dim (not applicable) or red (failed) and show their note in
-    the status cell; a strategy whose results differ from single's is red.
+    Narrow enough for an 80-column terminal in the common case: the model and precision columns
+    appear only when the records differ in them (say them in ``title`` otherwise), and the equality
+    column says only "equal" or "DIFFERENT" (the train CLI prints the differences); columns with no
+    value in any row are left out.  Rows whose status is not "ok" are dim ("n/a") or red ("FAILED");
+    a strategy whose results differ from single's is red.  Notes are listed under the table.
     """
-    numeric = {"devices", "samples/s", "tokens/s", "step median", "step p90", "peak mem", "comm",
-               "scaling eff"}
-    table = _table(_TRAIN_COLUMNS, title, numeric)
-    for r in records:
-        status = r.status if not r.note or r.status == "ok" else f"{r.status}: {r.note}"
-        style = None
-        if r.status == "failed" or r.equal_to_single is False:
-            style = "bold red"
-        elif r.status != "ok":
-            style = "dim"
-        table.add_row(
-            r.strategy, r.model, str(r.n_devices), r.precision, status,
-            fmt_float(r.samples_per_s, 1), fmt_float(r.tokens_per_s, 0),
-            fmt_float(r.step_ms_median), fmt_float(r.step_ms_p90), _peak(r),
-            fmt_float(r.comm_ms_median), fmt_pct(r.scaling_efficiency), _equality(r),
-            style=style,
-        )
+    records = list(records)
+    rows = [(_train_cells(r), _train_style(r)) for r in records]
+    drop = {name for name in ("model", "precision") if len({cells[name] for cells, _ in rows}) <= 1}
+    drop |= {name for name in _OPTIONAL_TRAIN if all(cells[name] in (MISSING, "") for cells, _ in rows)}
+    columns = [c for c in _TRAIN_COLUMNS if c[0] not in drop]
+    numeric = {"dev", "samples/s", "tokens/s", "step med", "p90", "peak mem", "comm", "eff"}
+    table = _table(columns, title, numeric, no_wrap={"strategy", "model", "precision", "equal"}, compact=True)
+    for cells, style in rows:
+        table.add_row(*(cells[name] for name, _ in columns), style=style)
+    notes = [f"{r.strategy} on {r.n_devices}: {r.note}" for r in records if r.note]
+    if notes:  # below the table, where a long note cannot squeeze the numbers
+        table.caption = "\n".join(notes)
+        table.caption_justify = "left"
     return table
+
+
+# Columns left out when no row has a value (peak memory on CPU, comm time where it is not isolated, …).
+_OPTIONAL_TRAIN = ("tokens/s", "peak mem", "comm", "eff", "equal", "status")
+
+
+def _train_cells(r: TrainRecord) -> dict[str, str]:
+    status = {"ok": "", "not-applicable": "n/a", "failed": "FAILED"}.get(r.status, r.status)
+    return {"strategy": r.strategy, "model": r.model, "precision": r.precision, "dev": str(r.n_devices),
+            "samples/s": fmt_float(r.samples_per_s, 1), "tokens/s": fmt_float(r.tokens_per_s, 0),
+            "step med": fmt_float(r.step_ms_median), "p90": fmt_float(r.step_ms_p90), "peak mem": _peak(r),
+            "comm": fmt_float(r.comm_ms_median), "eff": fmt_pct(r.scaling_efficiency),
+            "equal": _equality(r), "status": status}
+
+
+def _train_style(r: TrainRecord) -> str | None:
+    if r.status == "failed" or r.equal_to_single is False:
+        return "bold red"
+    return "dim" if r.status != "ok" else None
 
 
 def advice_order(records: Iterable[AdviceRecord]) -> list[AdviceRecord]:
