@@ -8,7 +8,7 @@ import torch
 
 from gpucomm.comm._host import pinned_empty
 
-__all__ = ["empty_like_on", "empty_on", "suggest_memory_format"]
+__all__ = ["empty_like_on", "empty_on", "replicate", "suggest_memory_format"]
 
 
 def empty_on(shape: Sequence[int], dtype: torch.dtype, device: torch.device, *, pinned: bool,
@@ -40,3 +40,14 @@ def suggest_memory_format(tensors: Sequence[torch.Tensor]) -> torch.memory_forma
                                        and t.is_contiguous(memory_format=fmt) for t in tensors):
             return fmt
     return torch.contiguous_format
+
+
+def replicate(t: torch.Tensor, k: int) -> list[torch.Tensor]:
+    """``k`` distinct copies of ``t`` on its own device, made by one kernel (an expanded clone).
+
+    The copies are views of one ``[k, *shape]`` buffer: separate memory, one allocation, one
+    launch, instead of k clones.
+    """
+    if k == 0:
+        return []
+    return list(t.unsqueeze(0).expand(k, *t.shape).clone(memory_format=torch.contiguous_format).unbind(0))

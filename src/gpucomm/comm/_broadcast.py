@@ -64,8 +64,9 @@ def _to_devices(tensor: torch.Tensor, devices: list[torch.device]) -> list[torch
     firsts: dict[torch.device, torch.Tensor] = {}
     repeats: list[_copy.Pair] = []
     slots = []
+    home = tensor.device
     for d in devices:
-        if d == tensor.device:
+        if d == home:
             slots.append(tensor)
             continue
         new = empty_on(tensor.shape, tensor.dtype, d, pinned=cuda)

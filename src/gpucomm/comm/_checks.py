@@ -55,20 +55,63 @@ def _one_device(d: Any, arg: str) -> torch.device:
     return check_device(parse_device(d, arg=arg), arg)
 
 
+_DEVICE_LISTS: dict[tuple, tuple[torch.device, ...]] = {}
+_DEVICE_LISTS_MAX = 256
+
+
 def devices_arg(devices: Any, arg: str = "devices", *, allow_empty: bool = False) -> list[torch.device]:
-    """Parse a device list (ints, strings, torch.device); each error names its position."""
+    """Parse a device list (ints, strings, torch.device); each error names its position.
+
+    Parsed lists are cached (keyed by the items and their types) because device lists repeat from
+    call to call and parsing costs about a microsecond per device; lists naming ``"cuda"`` without
+    an index are not cached, since they mean whatever device is current.
+    """
+    if type(devices) is list or type(devices) is tuple:
+        try:
+            key = (tuple(map(type, devices)), tuple(devices))
+            hit = _DEVICE_LISTS.get(key)
+        except TypeError:  # an unhashable item: parse it and let the error name it
+            key, hit = None, None
+        if hit is not None:
+            return list(hit)
+    else:
+        key = None
     if isinstance(devices, int | str | torch.device) or not _iterable(devices):
         raise fail_type(arg, "a sequence of devices such as [0, 1] or ['cpu', 'cpu']", devices,
                         "wrap a single device in a list")
     items = list(devices)
     if not items and not allow_empty:
         raise fail_value(arg, "at least one device", "an empty sequence", "list the devices to use")
-    return [_one_device(d, f"{arg}[{i}]") for i, d in enumerate(items)]
+    parsed = [_one_device(d, f"{arg}[{i}]") for i, d in enumerate(items)]
+    if key is not None and all(map(_indexed, items)):
+        if len(_DEVICE_LISTS) >= _DEVICE_LISTS_MAX:
+            _DEVICE_LISTS.clear()
+        _DEVICE_LISTS[key] = tuple(parsed)
+    return parsed
+
+
+def _indexed(d: Any) -> bool:
+    """True when ``d`` names one device whatever the current device is."""
+    if isinstance(d, torch.device):
+        return d.type == "cpu" or d.index is not None
+    if isinstance(d, str):
+        return d == "cpu" or ":" in d or d.isdigit()
+    return isinstance(d, int)
 
 
 def destination_arg(destination: Any, arg: str = "destination") -> torch.device:
-    """Parse one destination device (None and -1 are handled by the callers)."""
-    return _one_device(destination, arg)
+    """Parse one destination device (None and -1 are handled by the callers); cached like device lists."""
+    try:
+        key = ((type(destination),), (destination,))
+        hit = _DEVICE_LISTS.get(key)
+    except TypeError:
+        key, hit = None, None
+    if hit is not None:
+        return hit[0]
+    dev = _one_device(destination, arg)
+    if key is not None and _indexed(destination):
+        _DEVICE_LISTS[key] = (dev,)
+    return dev
 
 
 def _iterable(x: Any) -> bool:
@@ -81,6 +124,10 @@ def _iterable(x: Any) -> bool:
 
 def check_tensors(xs: Any, arg: str, *, allow_empty: bool = False) -> list[torch.Tensor]:
     """A non-empty list/tuple of tensors on usable devices."""
+    if type(xs) is list or type(xs) is tuple:  # the common case, checked without the ABC machinery
+        items = list(xs)
+        if items and all(type(t) is torch.Tensor and (t.is_cuda or t.is_cpu) for t in items):
+            return items
     items = check_tensor_list(xs, arg, allow_empty=allow_empty)
     for i, t in enumerate(items):
         _tensor_device(t, f"{arg}[{i}]")
@@ -88,7 +135,7 @@ def check_tensors(xs: Any, arg: str, *, allow_empty: bool = False) -> list[torch
 
 
 def _tensor_device(t: torch.Tensor, arg: str) -> None:
-    if t.device.type not in ("cpu", "cuda"):
+    if not (t.is_cuda or t.is_cpu):
         raise fail_value(arg, "a tensor on a 'cpu' or 'cuda' device", describe(t),
                          "move it with .to('cpu') or .to('cuda') first")
 
@@ -138,6 +185,10 @@ def check_same_shape(xs: Sequence[torch.Tensor], arg: str, *, ref: torch.Size | 
 def check_cat_shapes(xs: Sequence[torch.Tensor], dim: int, arg: str) -> list[int]:
     """Tensors that can be concatenated along ``dim`` (already wrapped); returns the concatenated shape."""
     first = xs[0]
+    s0 = first.shape
+    head, tail = s0[:dim], s0[dim + 1:]
+    if all(t.shape[:dim] == head and t.shape[dim + 1:] == tail and t.dim() == len(s0) for t in xs):
+        return [*head, sum(t.shape[dim] for t in xs), *tail]
     total = 0
     for i, t in enumerate(xs):
         if t.dim() != first.dim():

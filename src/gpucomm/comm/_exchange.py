@@ -9,7 +9,7 @@ import torch
 
 from gpucomm._validate import check_same_dtype, describe, fail_type, fail_value
 from gpucomm.comm import _copy, _nccl
-from gpucomm.comm._alloc import empty_like_on, empty_on
+from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
 from gpucomm.comm._checks import check_cat_shapes, check_dim, check_outputs, check_tensors
 
 __all__ = ["all_gather", "all_to_all", "send_recv"]
@@ -67,7 +67,7 @@ def all_gather(tensors: Any, dim: int = 0, *, out: Any = None) -> list[torch.Ten
     if outs is None:
         if len(set(devices)) == 1:  # one concatenation, then copies: n + 1 kernels, not n * n
             first = torch.cat(ts, d)
-            return [first] + [first.clone() for _ in ts[1:]]
+            return [first, *replicate(first, len(ts) - 1)]
         outs = [empty_on(shape, ts[0].dtype, dev, pinned=cuda) for dev in devices]
         pairs = _cat_pairs(ts, outs, d)
     else:

@@ -10,7 +10,7 @@ import torch
 from gpucomm._validate import check_same_dtype, check_tensor, describe, fail_value
 from gpucomm.collectives import ReduceOp, parse_op
 from gpucomm.comm import _coalesce, _copy, _nccl
-from gpucomm.comm._alloc import empty_like_on, empty_on
+from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
 from gpucomm.comm._checks import (
     check_dim,
     check_int,
@@ -201,6 +201,11 @@ def all_reduce(tensors: Any, op: Any = "sum", *, out: Any = None) -> list[torch.
         outs = outs or [torch.empty_like(t) for t in ts]
         _nccl.all_reduce(ts, outs, o)
         return outs
+    if outs is None and len(set(devices)) == 1:  # one device: reduce once, replicate with one kernel
+        result = combine(ts, o)
+        if result is ts[0]:
+            return replicate(result, len(ts))
+        return [result, *replicate(result, len(ts) - 1)]
     # Reduce into out[0] when given (it may alias tensors[0]: the reduction reads every input first),
     # then copy that result to every other participant.
     result = _reduce_to(ts, devices[0], o, None if outs is None else outs[0])
