@@ -1,0 +1,183 @@
+"""CUDA paths: copy path, side streams, events, pinned staging, NCCL.  Skipped cleanly without GPUs.
+
+``requires_gpus(1)`` tests use repeated ``cuda:0`` device lists (the copy path on one GPU, host
+staging); ``requires_gpus(2)`` tests exercise cross-device side streams and NCCL.  Inputs are
+produced by kernels still running when the call is made (a large matmul first), so a missing
+stream dependency or host synchronisation shows up as wrong values.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import gpucomm.comm as c
+from gpucomm.comm import _copy, _host, _nccl
+from gpucomm.testing.markers import requires_gpus
+
+C0, C1 = "cuda:0", "cuda:1"
+
+
+def _busy(device: str) -> None:
+    """Queue ~tens of ms of work on device's current stream, so later work is visibly asynchronous."""
+    a = torch.randn(4096, 4096, device=device)
+    for _ in range(4):
+        a = a @ a
+        a /= a.norm()
+
+
+def _late(values: torch.Tensor, device: str) -> torch.Tensor:
+    """``values`` on ``device``, written by a kernel queued behind busy work."""
+    early = values.to(device)
+    _busy(device)
+    return early.clone()  # queued behind the busy work: not finished when the caller continues
+
+
+# ----- one GPU, repeated cuda:0 ----------------------------------------------------------------------
+@requires_gpus(1)
+def test_gather_to_cpu_is_pinned_and_complete_on_return():
+    parts = [_late(torch.arange(1 << 20, dtype=torch.float32) + i, C0) for i in range(4)]
+    result = c.gather(parts, 0, "cpu")
+    assert result.is_pinned()
+    want = torch.cat([torch.arange(1 << 20, dtype=torch.float32) + i for i in range(4)])
+    assert torch.equal(result, want)  # read without torch.cuda.synchronize(): must be complete
+
+
+@requires_gpus(1)
+def test_gather_to_cpu_along_inner_dim_and_into_pageable_out():
+    parts = [_late(torch.arange(12.0).reshape(3, 4) + 10 * i, C0) for i in range(3)]
+    want = torch.cat([torch.arange(12.0).reshape(3, 4) + 10 * i for i in range(3)], 1)
+    assert torch.equal(c.gather(parts, 1, "cpu"), want)
+    out = torch.zeros(3, 12)
+    assert c.gather(parts, 1, out=out) is out
+    assert torch.equal(out, want)
+
+
+@requires_gpus(1)
+@pytest.mark.parametrize("pinned", [False, True])
+def test_scatter_and_broadcast_from_host_through_pinned_pieces(monkeypatch, pinned):
+    monkeypatch.setattr(_host, "PIECE_BYTES", 4096)  # many pieces, so the pipeline really runs
+    x = torch.arange(3 * 10_000, dtype=torch.float32).reshape(3, 10_000)
+    if pinned:
+        x = x.pin_memory()
+    parts = c.scatter(x, [C0, C0, C0])
+    copies = c.broadcast(x, [C0, C0])
+    torch.cuda.synchronize()
+    for p, want in zip(parts, x.chunk(3), strict=True):
+        assert p.device == torch.device(C0) and torch.equal(p.cpu(), want)
+    assert copies[0].data_ptr() != copies[1].data_ptr()  # a device listed twice gets two copies
+    assert all(torch.equal(y.cpu(), x) for y in copies)
+
+
+@requires_gpus(1)
+def test_scatter_on_caller_streams():
+    streams = [torch.cuda.Stream(C0), torch.cuda.Stream(C0)]
+    x = torch.arange(8.0)
+    parts = c.scatter(x, [C0, C0], streams=streams)
+    for s in streams:
+        s.synchronize()
+    assert [p.tolist() for p in parts] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+@requires_gpus(1)
+def test_same_device_results_keep_torch_identity_rules():
+    x = torch.arange(6.0, device=C0).reshape(2, 3)
+    slots = c.broadcast(x, [C0, C0])
+    assert slots[0] is x and slots[1] is x
+    rows = c.scatter(x, [C0, C0, C0])
+    assert len(rows) == 2 and all(r.data_ptr() != 0 for r in rows)
+    assert rows[0].data_ptr() == x.data_ptr()  # a chunk already on its device is a view
+
+
+@requires_gpus(1)
+def test_reduce_add_on_one_device_copies_nothing(monkeypatch):
+    seen = []
+    real = _copy.copy_all
+    monkeypatch.setattr(_copy, "copy_all", lambda pairs: (seen.extend(pairs), real(pairs)))
+    ts = [torch.full((1000,), float(i), device=C0) for i in range(8)]
+    r = c.reduce_add(ts, C0)
+    assert seen == [] and r.tolist() == [28.0] * 1000
+
+
+@requires_gpus(1)
+def test_all_reduce_in_place_on_repeated_device():
+    ts = [_late(torch.full((1 << 16,), float(i)), C0) for i in range(4)]
+    c.all_reduce(ts, "avg", out=ts)
+    torch.cuda.synchronize()
+    assert all(torch.all(t == 1.5) for t in ts)
+
+
+# ----- two GPUs --------------------------------------------------------------------------------------
+@requires_gpus(2)
+def test_big_cross_device_gather_uses_side_streams_and_orders_with_current_streams():
+    n = (_copy.OVERLAP_MIN_BYTES // 4) * 2
+    srcs = [_late(torch.arange(n, dtype=torch.float32) + i, d) for i, d in enumerate([C0, C1])]
+    out = c.gather(srcs, 0, C0)
+    for s in srcs:
+        s.fill_(-1)  # overwriting the sources on their current streams must not race the copies
+    torch.cuda.synchronize()
+    want = torch.cat([torch.arange(n, dtype=torch.float32) + i for i in range(2)])
+    assert torch.equal(out.cpu(), want)
+    assert (0, 1) in _copy._STREAMS and (1, 0) in _copy._STREAMS
+
+
+@requires_gpus(2)
+def test_big_cross_device_scatter_and_all_to_all():
+    n = _copy.OVERLAP_MIN_BYTES  # float32: 4 MiB, chunks and pieces of at least 1 MiB
+    x = _late(torch.arange(n, dtype=torch.float32), C0)
+    parts = c.scatter(x, [C0, C1, C1])
+    lists = [[_late(torch.full((n // 4,), 10.0 * i + j), d) for j in range(2)] for i, d in enumerate([C0, C1])]
+    swapped = c.all_to_all(lists)
+    torch.cuda.synchronize()
+    for p, want in zip(parts, torch.arange(n, dtype=torch.float32).chunk(3), strict=True):
+        assert torch.equal(p.cpu(), want)
+    assert swapped[1][0].device == torch.device(C1) and torch.all(swapped[1][0] == 1.0)
+    assert torch.all(swapped[0][1] == 10.0)
+
+
+@requires_gpus(2)
+@pytest.mark.parametrize("fn", ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"])
+def test_nccl_path_is_taken_on_distinct_devices(monkeypatch, fn):
+    calls = []
+    real = getattr(_nccl, fn)
+    monkeypatch.setattr(_nccl, fn, lambda *a, **k: (calls.append(fn), real(*a, **k))[1])
+    ts = [torch.arange(8.0, device=d) + i for i, d in enumerate([C0, C1])]
+    want_sum = (torch.arange(8.0) * 2 + 1)
+    if fn == "all_reduce":
+        res = c.all_reduce(ts)
+        assert all(torch.equal(r.cpu(), want_sum) for r in res)
+    elif fn == "reduce_scatter":
+        res = c.reduce_scatter(ts)
+        assert [r.device.index for r in res] == [0, 1]
+        assert torch.equal(torch.cat([r.cpu() for r in res]), want_sum)
+    elif fn == "all_gather":
+        res = c.all_gather(ts)
+        assert all(torch.equal(r.cpu(), torch.cat([t.cpu() for t in ts])) for r in res)
+    elif fn == "broadcast":
+        res = c.broadcast(ts[0], [C0, C1])
+        assert res[0] is ts[0] and torch.equal(res[1].cpu(), ts[0].cpu())
+    else:
+        res = c.reduce(ts, None, out=ts[1])  # in place, on the second device
+        assert res is ts[1] and torch.equal(ts[1].cpu(), want_sum)
+    assert calls == [fn]
+
+
+@requires_gpus(2)
+def test_non_contiguous_inputs_take_the_copy_path(monkeypatch):
+    monkeypatch.setattr(_nccl, "all_reduce", lambda *a, **k: pytest.fail("NCCL used on strided input"))
+    ts = [torch.arange(12.0, device=d).reshape(3, 4).t() for d in (C0, C1)]
+    res = c.all_reduce(ts)
+    assert all(torch.equal(r.cpu(), (torch.arange(12.0).reshape(3, 4).t() * 2)) for r in res)
+
+
+@requires_gpus(2)
+def test_stream_on_the_wrong_device_is_rejected():
+    with pytest.raises(ValueError, match=r"streams\[1\]: expected a stream on cuda:1"):
+        c.scatter(torch.arange(4.0), [C0, C1], streams=[None, torch.cuda.Stream(C0)])
+
+
+@requires_gpus(2)
+def test_gather_to_cpu_from_two_devices_inner_dim():
+    parts = [_late(torch.arange(6.0).reshape(2, 3) + 10 * i, d) for i, d in enumerate([C0, C1])]
+    got = c.gather(parts, 1, "cpu")
+    assert torch.equal(got, torch.cat([torch.arange(6.0).reshape(2, 3) + 10 * i for i in range(2)], 1))
