@@ -243,9 +243,9 @@ class TorchDistributed(Backend):
         elif op is _N.ALL_REDUCE:
             dist.all_reduce(out, op=rop)
         elif op is _N.ALL_GATHER:
-            dist.all_gather_into_tensor(out, inp)
+            _ALL_GATHER(out, inp)
         elif op is _N.REDUCE_SCATTER:
-            dist.reduce_scatter_tensor(out, inp, op=rop)
+            _REDUCE_SCATTER(out, inp, op=rop)
         elif op is _N.SCATTER:
             dist.scatter(out, list(inp.chunk(n)) if rank == root else None, src=root)
         elif op is _N.GATHER:
@@ -275,6 +275,17 @@ LOCAL_FACTORIES: dict[str, type[Backend]] = {"torch.cuda.comm": TorchCudaComm, "
 PROCESS_GROUP_FACTORIES: dict[str, type[Backend]] = {"torch.distributed": TorchDistributed,
                                                      "gpucomm.dist": GpucommDist}
 """Process-group backends by name; each is built as ``factory(device)`` inside a rank."""
+
+
+def _tensor_collectives():
+    """torch >= 2.13 renamed the tensor forms (``*_single``) and deprecated the old names; use what exists."""
+    import torch.distributed as dist
+
+    return (getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor,
+            getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor)
+
+
+_ALL_GATHER, _REDUCE_SCATTER = _tensor_collectives()
 
 
 def _dist_op(reduce_op: ReduceOp | None):

@@ -76,8 +76,14 @@ def _loop(cfg: BenchConfig, emit: Emit) -> dict[str, Any]:
         if rank == 0:
             emit(record)
 
-    run_points(points, built, cfg, emit_rank0, combine=_combine(device))
-    return {"problems": problems, "skipped": unsupported_reasons(cfg, classes), "planned": len(points)}
+    skipped = unsupported_reasons(cfg, classes)
+
+    def on_skip(point, exc: BaseException) -> None:
+        skipped.append(f"{point.backend} {point.case.op} under cuda-graph from {point.case.size} B "
+                       f"(capture failed: {exc})")
+
+    run_points(points, built, cfg, emit_rank0, combine=_combine(device), on_skip=on_skip)
+    return {"problems": problems, "skipped": skipped, "planned": len(points)}
 
 
 def worker(cfg: BenchConfig, stream_path: str) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ from gpucomm.bench.check import count_wrong, expected
 from gpucomm.bench.config import BenchConfig
 from gpucomm.records import BenchRecord
 
-__all__ = ["ROTATE_BYTES", "Point", "measure", "plan", "run_points", "unsupported_reasons"]
+__all__ = ["ROTATE_BYTES", "GraphCaptureError", "Point", "measure", "plan", "run_points", "unsupported_reasons"]
 
 ROTATE_BYTES = {"cuda": 256 << 20, "cpu": 32 << 20}
 """Bytes of buffers a row rotates through, at least (docs/performance.md §3.1)."""
@@ -31,6 +31,10 @@ _MAX_SETS = 8
 
 Combine = Callable[[list[float], int], tuple[list[float], int]]
 """Combines one rank's (iteration times, #wrong) with the other ranks' (max, sum)."""
+
+
+class GraphCaptureError(RuntimeError):
+    """A backend's op could not be captured into a CUDA graph: the point is skipped, not failed."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -128,7 +132,10 @@ def measure(backend: Backend, case: Case, cfg: BenchConfig, combine: Combine | N
     backend.synchronize()
     timer = timing.make_timer(mode, backend.devices, backend.synchronize)
     if mode == timing.CUDA_GRAPH:
-        timer.capture(step)
+        try:
+            timer.capture(step)
+        except Exception as exc:
+            raise GraphCaptureError(f"{type(exc).__name__}: {exc}") from exc
     backend.barrier()
     times = timer.run(step, cfg.iters)
     backend.synchronize()
@@ -165,12 +172,15 @@ def _record(backend: Backend, case: Case, cfg: BenchConfig, mode: str, times: li
 def run_points(points: Sequence[Point], backends: dict[str, Backend], cfg: BenchConfig,
                emit: Callable[[BenchRecord], None], *, combine: Combine | None = None,
                on_error: Callable[[Point, BaseException], None] | None = None,
-               on_start: Callable[[Point], None] | None = None) -> None:
+               on_start: Callable[[Point], None] | None = None,
+               on_skip: Callable[[Point, BaseException], None] | None = None) -> None:
     """Measure every point in order, emitting each row as soon as it exists.
 
     A one-process backend that raises on an op is reported through ``on_error`` once and skipped for
     the rest of that op's points; in a process group an error propagates (the other ranks are
-    waiting in the same collective, so there is nothing sensible to continue with).
+    waiting in the same collective, so there is nothing sensible to continue with).  A point whose
+    CUDA-graph capture fails goes to ``on_skip`` (every rank fails the same capture) and the rest of
+    that op is skipped for that backend.
     """
     failed: set[tuple[str, str]] = set()
     for point in points:
@@ -182,6 +192,11 @@ def run_points(points: Sequence[Point], backends: dict[str, Backend], cfg: Bench
             on_start(point)
         try:
             record = measure(backend, point.case, cfg, combine)
+        except GraphCaptureError as exc:
+            failed.add(key)
+            if on_skip is not None:
+                on_skip(point, exc)
+            continue
         except Exception as exc:
             if backend.process_group or on_error is None:
                 raise

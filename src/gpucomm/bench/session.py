@@ -162,7 +162,12 @@ class Session:
             self._problem(f"{point.backend} {point.case.op}: FAILED at {point.case.size} B ({where}); "
                           f"its remaining sizes are skipped")
 
-        run_points(points, built, self.cfg, self.emit, on_error=on_error, on_start=self._on_start)
+        run_points(points, built, self.cfg, self.emit, on_error=on_error, on_start=self._on_start,
+                   on_skip=self._on_skip)
+
+    def _on_skip(self, point: Point, exc: BaseException) -> None:
+        self._problem(f"not measured: {point.backend} {point.case.op} under cuda-graph from {point.case.size} B "
+                      f"(capture failed: {exc})", failure=False)
 
     def _on_start(self, point: Point) -> None:
         if self.view is not None:
@@ -187,6 +192,9 @@ class Session:
         if summary:
             for line in summary.get("problems", []):
                 self._problem(line, failure=self.named)
+            for line in summary.get("skipped", []):
+                if "cuda-graph" in line:
+                    self._problem(f"not measured: {line}", failure=False)
 
     # ----- the end ------------------------------------------------------------------------------------
     def _report(self) -> bool:

@@ -1,0 +1,132 @@
+"""``gpucomm bench`` through its CLI: usage errors, a broken backend, a CPU run end to end, interruption."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from bench_doubles import BrokenBackend
+
+from gpucomm import collectives, records
+from gpucomm.bench import backends
+from gpucomm.cli import main
+from gpucomm.devices import cuda_device_count
+
+NO_GPU = cuda_device_count() == 0
+
+
+def _main(argv) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:  # argparse's own errors
+        return exc.code
+
+
+def _rows(out: Path) -> list[dict]:
+    lines = (out / records.RECORDS_FILE).read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
+    for row in rows:
+        records.validate_row(row)
+    assert rows[0]["kind"] == "env"
+    return rows[1:]
+
+
+@pytest.mark.parametrize(("flags", "needle"), [
+    (["-b", "-8"], "--minbytes"),
+    (["-b", "1M", "-e", "1K"], "--minbytes"),
+    (["-e", "12Q"], "--maxbytes"),
+    (["-f", "1"], "--stepfactor"),
+    (["--ops", "allreduce"], "allreduce"),
+    (["--backends", "nccl"], "--backends"),
+    (["-d", "float8"], "--dtype"),
+    (["-o", "xor"], "--op"),
+    (["-n", "0"], "--iters"),
+    (["-n", "many"], "-n/--iters"),
+    (["-c", "-1"], "--check"),
+    (["-r", "9"], "--root"),
+    (["--devices", "cuda:zero"], "--devices"),
+    pytest.param(["--backends", "torch.cuda.comm"], "CUDA", marks=pytest.mark.skipif(not NO_GPU, reason="CPU only")),
+    pytest.param(["--cuda-graph"], "--cuda-graph", marks=pytest.mark.skipif(not NO_GPU, reason="CPU only")),
+])
+def test_usage_errors_exit_2_with_one_line(flags, needle, tmp_path, capsys):
+    assert _main(["bench", *flags, "--out", str(tmp_path / "out")]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1, err
+    assert needle in err[0]
+    assert not (tmp_path / "out" / records.RECORDS_FILE).exists()  # nothing half-written
+
+
+def test_unwritable_out_is_a_usage_error(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    assert _main(["bench", "--out", str(blocker / "sub")]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "--out" in err[0]
+
+
+def test_broken_backend_is_shown_wrong_and_exits_1(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(backends.LOCAL_FACTORIES, "gpucomm.comm", BrokenBackend)
+    out = tmp_path / "run"
+    rc = _main(["bench", "--backends", "gpucomm.comm", "--ops", "all_reduce,broadcast", "--devices", "cpu,cpu",
+                "-e", "256", "-n", "2", "-w", "0", "--out", str(out)])
+    assert rc == 1
+    rows = _rows(out)
+    wrong = {r["op"]: r["wrong"] for r in rows if r["wrong"]}
+    assert set(wrong) == {"all_reduce"} and all(r["wrong"] > 0 for r in rows if r["op"] == "all_reduce")
+    assert all(r["wrong"] == 0 for r in rows if r["op"] == "broadcast")
+    assert "WRONG" in capsys.readouterr().out
+    assert (out / "report.md").exists()
+
+
+def _bench(args: list[str], **kw) -> subprocess.Popen:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.Popen([sys.executable, "-m", "gpucomm", "bench", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env, **kw)
+
+
+@pytest.mark.skipif(not NO_GPU, reason="the CPU end-to-end run; GPU machines run test_gpu_bench")
+def test_cpu_run_end_to_end(tmp_path):
+    out = tmp_path / "run"
+    proc = _bench(["-e", "4K", "-f", "8", "-n", "3", "-w", "1", "--out", str(out)])
+    text, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, text
+    assert "CPU numbers" in text
+    rows = _rows(out)
+    assert {r["backend"] for r in rows} == {"gpucomm.comm", "torch.distributed", "gpucomm.dist"}
+    assert {r["op"] for r in rows} == set(collectives.names())
+    assert all(r["wrong"] == 0 for r in rows)
+    assert all(r["device_type"] == "cpu" and r["timing"] == "perf-counter" for r in rows)
+    dist_rows = [r for r in rows if r["backend"] == "gpucomm.dist"]
+    assert dist_rows and all(r["baseline"] == "torch.distributed" and r["speedup"] > 0 for r in dist_rows)
+    assert {r["world_size"] for r in rows if r["backend"] == "torch.distributed"} == {2}
+    env = json.loads((out / records.RECORDS_FILE).read_text().splitlines()[0])
+    assert env["device_type"] == "cpu" and env["extra"]["iters"] == 3
+    assert (out / "report.md").exists() and (out / "report.html").exists()
+    assert not (out / ".process-group-rows.jsonl").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_run_keeps_rows_and_builds_report(sig, tmp_path):
+    out = tmp_path / "run"
+    proc = _bench(["--backends", "gpucomm.comm", "--devices", "cpu,cpu", "-b", "1K", "-e", "64M", "-f", "2",
+                   "-n", "20", "--out", str(out)])
+    path = out / records.RECORDS_FILE
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not path.exists() or len(path.read_text().splitlines()) < 4):
+        time.sleep(0.1)
+    seen = len(path.read_text().splitlines()) - 1
+    assert seen >= 3, "the run produced no rows to keep"
+    proc.send_signal(sig)
+    text, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, text
+    assert "interrupted" in text
+    rows = records.load(out).bench
+    assert len(rows) >= seen
+    assert len(rows) < 15 * 9  # it really stopped early
+    assert (out / "report.md").exists()

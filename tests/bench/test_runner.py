@@ -1,0 +1,55 @@
+"""The runner on CPU with a reference Communicator: every op checks out exactly; a broken one does not."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from bench_doubles import BrokenBackend, ReferenceBackend
+
+from gpucomm.bench.buffers import IN_PLACE, OUT_OF_PLACE, plan_case
+from gpucomm.bench.config import BenchConfig
+from gpucomm.bench.runner import measure, plan
+from gpucomm.collectives import CollectiveName as C
+from gpucomm.collectives import ReduceOp
+from gpucomm.records import to_row, validate_row
+
+CFG = BenchConfig(ops=tuple(C), backends=("gpucomm.comm",), sizes=(8, 4096), dtypes=(torch.float32,),
+                  reduce_ops=(ReduceOp.SUM,), iters=3, warmup=1, check=1, device_type="cpu",
+                  devices=(torch.device("cpu"),) * 3)
+
+
+def test_plan_orders_points_and_respects_placements():
+    points = plan(CFG, [ReferenceBackend], 3)
+    ops = [p.case.op for p in points]
+    assert ops == sorted(ops, key=list(C).index)  # op-major order
+    placements = {(p.case.op, p.case.placement) for p in points}
+    assert (C.ALL_GATHER, IN_PLACE) in placements and (C.ALL_GATHER, OUT_OF_PLACE) in placements
+    assert (C.ALL_TO_ALL, IN_PLACE) not in placements and (C.ALL_REDUCE, OUT_OF_PLACE) not in placements
+    assert all(p.case.size > 0 for p in points)  # 8 B all_gather over 3 participants is skipped, not zero
+
+
+@pytest.mark.parametrize("op", list(C))
+@pytest.mark.parametrize("rop", [ReduceOp.SUM, ReduceOp.PROD, ReduceOp.MIN])
+def test_reference_backend_is_exact_for_every_op(op, rop):
+    backend = ReferenceBackend(list(CFG.devices))
+    cfg = dataclasses.replace(CFG, reduce_ops=(rop,))
+    for placement in backend.placements(op):
+        case = plan_case(op, 4096, 3, torch.bfloat16, rop, placement, root=1)
+        record = measure(backend, case, cfg)
+        assert record.wrong == 0, (op, placement)
+        assert record.timing == "perf-counter" and record.iters == 3 and record.time_us_median > 0
+        validate_row(to_row(record))
+
+
+def test_broken_backend_rows_are_wrong():
+    case = plan_case(C.ALL_REDUCE, 4096, 3, torch.float32, ReduceOp.SUM, IN_PLACE)
+    record = measure(BrokenBackend(list(CFG.devices)), case, CFG)
+    assert record.wrong == 3 * case.count  # every element of every participant is off by one
+
+
+def test_check_off_means_minus_one():
+    case = plan_case(C.ALL_REDUCE, 64, 3, torch.float32, ReduceOp.SUM, IN_PLACE)
+    record = measure(BrokenBackend(list(CFG.devices)), case, dataclasses.replace(CFG, check=0))
+    assert record.wrong == -1
