@@ -37,7 +37,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gpucomm.train.config import PRECISIONS, TrainConfig, default_out_dir
+from gpucomm.train.config import OPTIMIZERS, PRECISIONS, TrainConfig, default_out_dir
 
 __all__ = ["add_parser", "config_from_args", "run"]
 
@@ -62,6 +62,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--nproc", type=int, default=None, help="DDP processes for a local launch")
     p.add_argument("--seed", type=int, default=0, help="seed of weights and data (default 0)")
     p.add_argument("--lr", type=float, default=3e-4, help="AdamW learning rate (default 3e-4)")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw", help="adamw (default) or sgd")
     p.add_argument("--precision", choices=PRECISIONS, default="auto",
                    help="auto: bf16 autocast on CUDA, fp32 on CPU")
     p.add_argument("--bucket-cap-mb", type=float, default=25.0, help="gradient bucket MiB (default 25)")
@@ -79,7 +80,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(
         strategies=tuple(s.strip() for s in args.strategies.split(",") if s.strip()), model=args.model,
         steps=args.steps, warmup_steps=args.warmup_steps, global_batch=args.global_batch, seq_len=args.seq_len,
-        devices=devices, nproc=args.nproc, seed=args.seed, lr=args.lr, precision=args.precision,
+        devices=devices, nproc=args.nproc, seed=args.seed, lr=args.lr, optimizer=args.optimizer, precision=args.precision,
         bucket_cap_mb=args.bucket_cap_mb, first_bucket_mb=args.first_bucket_mb, assert_equal=args.assert_equal,
         tolerance=args.tolerance, out=args.out or default_out_dir(),
     )
@@ -144,7 +145,7 @@ def _extra(config: TrainConfig) -> dict:
     return {"strategies": list(config.strategies), "model": config.model, "steps": config.steps,
             "warmup_steps": config.warmup_steps, "global_batch": config.global_batch, "seq_len": config.seq_len,
             "devices": [str(d) for d in config.devices], "nproc": config.nproc, "seed": config.seed,
-            "lr": config.lr, "precision": config.precision, "bucket_cap_mb": config.bucket_cap_mb,
+            "lr": config.lr, "optimizer": config.optimizer, "precision": config.precision, "bucket_cap_mb": config.bucket_cap_mb,
             "first_bucket_mb": config.first_bucket_mb}
 
 

@@ -15,9 +15,10 @@ import torch
 
 from gpucomm.devices import default_devices, parse_devices
 
-__all__ = ["PRECISIONS", "TOLERANCES", "ConfigError", "TrainConfig", "default_out_dir"]
+__all__ = ["OPTIMIZERS", "PRECISIONS", "TOLERANCES", "ConfigError", "TrainConfig", "default_out_dir"]
 
 PRECISIONS = ("auto", "fp32", "bf16")
+OPTIMIZERS = ("adamw", "sgd")
 
 TOLERANCES: dict[str, float] = {"fp32": 1e-5, "bf16-autocast": 3e-2}
 """Default relative tolerance of ``--assert-equal`` per precision.
@@ -27,8 +28,9 @@ by a reduction), which moves fp32 results by a few ulps (~1e-7) per step; 1e-5 l
 50 steps of that and nothing more.  bf16 autocast: a different per-device batch changes matmul
 shapes and so kernels and accumulation order, and bf16 keeps 8 significant bits (relative rounding
 2^-9 ≈ 2e-3); AdamW turns small gradient differences into parameter differences of order lr per
-step.  3e-2 accepts that noise and still catches a wrong averaging factor (2×) or a missed
-all-reduce, which move the loss by far more within a few steps.
+step.  3e-2 accepts that noise and still catches a missed all-reduce or a wrong shard, which move
+the loss by far more within a few steps.  (AdamW is invariant to a constant gradient factor, so a
+wrong averaging factor is caught only with ``optimizer="sgd"``; the tests do that.)
 """
 
 
@@ -75,7 +77,10 @@ class TrainConfig:
     seed: int = 0
     """Seed of the initial weights and of every step's batch."""
     lr: float = 3e-4
-    """AdamW learning rate (fused AdamW on CUDA)."""
+    """Learning rate."""
+    optimizer: str = "adamw"
+    """"adamw" (fused on CUDA; what people train with) or "sgd" (plain SGD: its update is linear in the
+    gradient, so a wrong averaging factor — which AdamW's scale invariance hides — shows at once)."""
     precision: str = "auto"
     """"auto" (bf16 autocast on CUDA, fp32 on CPU), "fp32" or "bf16" (autocast; CUDA only)."""
     bucket_cap_mb: float = 25.0
@@ -99,6 +104,8 @@ class TrainConfig:
         if len(types) > 1:
             raise ConfigError(f"--devices: expected devices of one type, but got {[str(d) for d in self.devices]}; "
                              f"use only CUDA devices or only 'cpu'")
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"--optimizer: expected one of {', '.join(OPTIMIZERS)}, but got {self.optimizer!r}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"--precision: expected one of {', '.join(PRECISIONS)}, but got {self.precision!r}")
         if self.precision == "bf16" and self.device_type != "cuda":

@@ -122,8 +122,11 @@ def peak_memory(devices: Sequence[torch.device]) -> list[int]:
     return [int(torch.cuda.max_memory_allocated(d)) for d in devices]
 
 
-def make_optimizer(params: Any, device: torch.device, lr: float) -> torch.optim.Optimizer:
-    """AdamW, fused on CUDA (one kernel for all parameters), the default (foreach) on CPU."""
+def make_optimizer(params: Any, device: torch.device, config: TrainConfig) -> torch.optim.Optimizer:
+    """``config.optimizer``: AdamW (fused on CUDA: one kernel for all parameters; foreach on CPU) or SGD."""
+    lr = config.lr
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=lr)
     if device.type == "cuda":
         return torch.optim.AdamW(params, lr=lr, fused=True)
     return torch.optim.AdamW(params, lr=lr)

@@ -14,6 +14,7 @@ timing); step times are rank 0's.
 from __future__ import annotations
 
 import io
+import os
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -38,7 +39,7 @@ from gpucomm.train.strategies.losses import scalar_loss
 if TYPE_CHECKING:  # loop imports the strategies package; import it lazily at run time
     from gpucomm.train.loop import RunResult
 
-__all__ = ["DDPStrategy", "ddp_worker", "launch_ddp", "run_under_launcher"]
+__all__ = ["DDPStrategy", "ddp_worker", "launch_ddp", "launch_ddp_many", "run_under_launcher"]
 
 
 class DDPStrategy(Strategy):
@@ -59,7 +60,7 @@ class DDPStrategy(Strategy):
         self.model = workload.build_model().to(self.device)
         ids = [self.device.index] if self.device.type == "cuda" else None
         self.ddp = DistributedDataParallel(self.model, device_ids=ids, bucket_cap_mb=self.config.bucket_cap_mb)
-        self.optimizer = make_optimizer(self.ddp.parameters(), self.device, self.config.lr)
+        self.optimizer = make_optimizer(self.ddp.parameters(), self.device, self.config)
 
     def step(self, step: int, batch: tuple[Any, Any]) -> StepResult:
         shard = split_batch(batch, self.world_size, self.config.global_batch)[self.rank]
@@ -103,6 +104,9 @@ def ddp_worker(config: TrainConfig) -> RunResult | None:
 
     rank, world = td.get_rank(), td.get_world_size()
     device = _this_device()
+    if device.type == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+        # As torchrun does: processes sharing the cores must not each start a thread per core.
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     workload = load_workload(config.model, seed=config.seed, seq_len=config.seq_len)
     result = run_strategy(DDPStrategy(config, [device], rank=rank, world_size=world), workload, config,
                           world_size=world)
@@ -130,14 +134,31 @@ def _from_bytes(data: bytes) -> dict[str, torch.Tensor]:
     return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
 
 
-def launch_ddp(config: TrainConfig, nprocs: int) -> RunResult:
-    """Start ``nprocs`` local processes with :func:`gpucomm.dist.launch` and return rank 0's result."""
+def _ddp_worker_many(configs: list[TrainConfig]) -> list[RunResult | None]:
+    return [ddp_worker(c) for c in configs]
+
+
+def launch_ddp_many(configs: list[TrainConfig], nprocs: int) -> list[RunResult]:
+    """Run several DDP trainings one after another in *one* launch of ``nprocs`` local processes.
+
+    Starting processes costs seconds (each imports torch); a test or a sweep that needs several DDP
+    runs pays it once.  All configs must use one device type.
+    """
     from gpucomm.dist import launch
 
-    backend = "nccl" if config.device_type == "cuda" else "gloo"
-    result = launch(ddp_worker, nprocs, config, backend=backend)[0]
-    result.state = _from_bytes(result.state)
-    return result
+    types = {c.device_type for c in configs}
+    if len(types) != 1:
+        raise ValueError(f"launch_ddp_many: configs must share one device type, but got {sorted(types)}")
+    backend = "nccl" if types == {"cuda"} else "gloo"
+    results = launch(_ddp_worker_many, nprocs, list(configs), backend=backend)[0]
+    for r in results:
+        r.state = _from_bytes(r.state)
+    return results
+
+
+def launch_ddp(config: TrainConfig, nprocs: int) -> RunResult:
+    """Start ``nprocs`` local processes with :func:`gpucomm.dist.launch` and return rank 0's result."""
+    return launch_ddp_many([config], nprocs)[0]
 
 
 def run_under_launcher(config: TrainConfig) -> RunResult | None:

@@ -69,7 +69,7 @@ class DataParallelStrategy(Strategy):
         ids = [d.index for d in self.devices]
         self.dp = nn.DataParallel(_AutocastForward(self.model, self.precision), device_ids=ids,
                                   output_device=self.device.index)
-        self.optimizer = make_optimizer(self.model.parameters(), self.device, self.config.lr)
+        self.optimizer = make_optimizer(self.model.parameters(), self.device, self.config)
 
     def step(self, step: int, batch: tuple[Any, Any]) -> StepResult:
         # As users write it: the batch goes to devices[0]; DataParallel scatters it from there.

@@ -88,7 +88,7 @@ class ReplicatedStrategy(Strategy):
         self.buckets = plan_buckets(params0, int(self.config.bucket_cap_mb * MiB),
                                     int(self.config.first_bucket_mb * MiB))
         self._buffers = [self._bucket_buffers(m) for m in self.replicas]
-        self.optimizers = [make_optimizer(m.parameters(), d, self.config.lr)
+        self.optimizers = [make_optimizer(m.parameters(), d, self.config)
                            for m, d in zip(self.replicas, self.devices, strict=True)]
         self._streams()
         self._lock = threading.Lock()

@@ -36,7 +36,7 @@ class SingleStrategy(Strategy):
         self.workload = workload
         self.precision = self.config.resolved_precision(workload.autocast)
         self.model = workload.build_model().to(self.device)
-        self.optimizer = make_optimizer(self.model.parameters(), self.device, self.config.lr)
+        self.optimizer = make_optimizer(self.model.parameters(), self.device, self.config)
 
     def step(self, step: int, batch: tuple[Any, Any]) -> StepResult:
         inputs, targets = (to_device(x, self.device) for x in batch)

@@ -1,0 +1,39 @@
+"""User factories for the tests (imported as ``gpucomm_train_factory_example:<name>``).
+
+``factory`` is the docs/train.md example: a small regression MLP with its own batch and loss
+functions.  The others are broken on purpose, each in one way.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def factory():
+    model = nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Linear(32, 1))
+
+    def batch_fn(seed: int, step: int, global_batch: int):
+        g = torch.Generator().manual_seed(seed * 7919 + step)
+        x = torch.randn(global_batch, 8, generator=g)
+        return x, x.sum(dim=1, keepdim=True).sin()
+
+    def loss_fn(outputs, targets):
+        return nn.functional.mse_loss(outputs, targets)  # the mean over the samples given
+
+    return model, batch_fn, loss_fn
+
+
+def raising_factory():
+    raise RuntimeError("no weights here")
+
+
+def wrong_factory():
+    return nn.Linear(2, 2)
+
+
+def not_a_module_factory():
+    return "model", (lambda s, t, b: None), (lambda o, t: None)
+
+
+not_callable = 42
