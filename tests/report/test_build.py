@@ -55,3 +55,25 @@ def test_env_only_dir_reports_without_sections(tmp_path):
     md = paths["markdown"].read_text()
     assert "## Runs" in md and "## Collectives" not in md and "## Wrong results" not in md
     assert set(paths) == {"markdown", "html"}
+
+
+def test_markdown_and_html_say_the_same_things(gpu_dir, gpu_report):
+    from markupsafe import escape as html_escape
+
+    from gpucomm.report import content
+    from gpucomm.report.document import Table
+    from gpucomm.report.markdown import escape
+    from gpucomm.report.runs import load_runs
+
+    doc = content.document(load_runs([gpu_dir]))
+    md = gpu_report["markdown"].read_text()
+    page = gpu_report["html"].read_text()
+    tables = [b for s in doc.sections for b in s.blocks if isinstance(b, Table)]
+    assert len(tables) >= 7
+    for table in tables:
+        for cell in {c for row in table.rows for c in row if c}:
+            assert escape(cell) in md, cell
+            assert str(html_escape(cell)) in page, cell
+    for section in doc.sections:
+        assert f"{'#' * section.level} {section.title}" in md
+        assert f">{section.title}</h{section.level}>" in page

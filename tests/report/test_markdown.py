@@ -93,3 +93,15 @@ def test_several_dirs_are_labelled_distinctly(compare_report):
     assert len(cross) == 2  # out-of-place and in-place
     assert all(line.rstrip(" |").endswith("0.50x") for line in cross)
     assert "These are CPU numbers. run 2" in md.split("## Runs")[0]
+
+
+def test_pipes_in_record_text_do_not_break_tables(tmp_path):
+    from report_records import bench
+
+    row = bench(wrong=1)
+    row.note = "path a|b"
+    md = build(write(tmp_path / "r", env(), [row]))["markdown"].read_text()
+    block = _section(md, "Wrong results")
+    lines = [line for line in block.splitlines() if line.startswith("|")]
+    unescaped = [len(re.findall(r"(?<!\\)\|", line)) for line in lines]
+    assert len(set(unescaped)) == 1 and "path a\\|b" in block

@@ -93,7 +93,7 @@ def _bench_series(runs: Sequence[Run], op: str, value: Callable[[object], float 
     """
     rows = [(run, r) for run in runs for r in run.results.bench if r.op == op]
     multi = {"placement": len({r.placement for _, r in rows}) > 1, "n": len({r.n for _, r in rows}) > 1,
-             "run": len(runs) > 1}
+             "run": len({id(run) for run, _ in rows}) > 1}
     series: dict[tuple, list[tuple[int, float, bool]]] = defaultdict(list)
     labels: dict[tuple, str] = {}
     for run_index, run in enumerate(runs):
@@ -171,13 +171,14 @@ def train_plot(runs: Sequence[Run]) -> Figure | None:
     suggest measurements between the points.
     """
     models = {r.model for run in runs for r in run.results.train}
+    tagged = sum(1 for run in runs if run.results.train) > 1
     bars: dict[str, dict[int, tuple[float, float | None]]] = defaultdict(dict)
     for run in runs:
         for r in run.results.train:
             if r.status != "ok" or r.samples_per_s is None:
                 continue
             label = (r.strategy + (f" {r.model}" if len(models) > 1 else "")
-                     + (f" [{run.tag}]" if len(runs) > 1 else ""))
+                     + (f" [{run.tag}]" if tagged else ""))
             bars[label][r.n_devices] = (r.samples_per_s, r.scaling_efficiency)
     if not bars:
         return None
@@ -207,9 +208,10 @@ def scale_plot(runs: Sequence[Run]) -> Figure | None:
     """``advise --scale``: predicted throughput and efficiency against GPUs (log2 x); OOM points as x."""
     series: dict[tuple, list] = defaultdict(list)
     hardware = {r.hardware for run in runs for r in run.results.scale}
+    tagged = sum(1 for run in runs if run.results.scale) > 1
     for i, run in enumerate(runs):
         for r in run.results.scale:
-            label = r.strategy + (f" {r.hardware}" if len(hardware) > 1 else "") + (f" [{run.tag}]" if len(runs) > 1 else "")
+            label = r.strategy + (f" {r.hardware}" if len(hardware) > 1 else "") + (f" [{run.tag}]" if tagged else "")
             series[(i, label)].append(r)
     if not series:
         return None
@@ -231,6 +233,8 @@ def scale_plot(runs: Sequence[Run]) -> Figure | None:
             ax.set_xscale("log", base=2)
             ax.set_xticks(gpus, [str(g) for g in gpus])
             ax.minorticks_off()
+            if len(gpus) > 8:
+                ax.tick_params(axis="x", labelrotation=45)
             ax.set_xlabel("GPUs")
         ax_t.set_yscale("log")
         ax_t.set_ylabel("predicted samples/s")
