@@ -83,6 +83,10 @@ class ProcessGroupCommunicator(Communicator):
         return participant if self._group is None else _td.get_global_rank(self._group, participant)
 
     def _one(self, tensors, arg: str, *, optional: bool = False):
+        if type(tensors) is list and len(tensors) == 1:  # the common case, checked cheaply
+            t = tensors[0]
+            if type(t) is torch.Tensor and t.device == self._device:
+                return t
         return _check_held(self, tensors, arg, optional=optional)[0]
 
     # ----- collectives ------------------------------------------------------------------------------
@@ -143,11 +147,11 @@ class ProcessGroupCommunicator(Communicator):
     # ----- point to point (process groups only) -------------------------------------------------------
     def send(self, tensor: torch.Tensor, dst: int) -> None:
         """Send ``tensor`` to participant (group rank) ``dst``; blocks until it is handed off."""
-        gd.send(tensor, self._global(_check_root(self, dst)), self._group)
+        gd.send(tensor, self._global(_check_root(self, dst, "dst")), self._group)
 
     def recv(self, tensor: torch.Tensor, src: int) -> None:
         """Receive into ``tensor`` from participant (group rank) ``src``."""
-        gd.recv(tensor, self._global(_check_root(self, src)), self._group)
+        gd.recv(tensor, self._global(_check_root(self, src, "src")), self._group)
 
     # ----- synchronisation ----------------------------------------------------------------------------
     def barrier(self) -> None:

@@ -153,11 +153,11 @@ def _check_held(comm: Communicator, tensors, arg: str, *, optional: bool = False
     return items
 
 
-def _check_root(comm: Communicator, root: int) -> int:
+def _check_root(comm: Communicator, root: int, arg: str = "root") -> int:
     if isinstance(root, bool) or not isinstance(root, int):
-        raise fail_type("root", "an int participant index", root)
+        raise fail_type(arg, "an int participant index", root)
     if not 0 <= root < comm.n:
-        raise fail_value("root", f"a participant index in [0, {comm.n})", f"{root}")
+        raise fail_value(arg, f"a participant index in [0, {comm.n})", f"{root}")
     return root
 
 

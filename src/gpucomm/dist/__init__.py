@@ -136,11 +136,12 @@ def _torch_op(op: object, tensor: torch.Tensor, group) -> tuple[object, bool]:
 
 
 def _finish(work, tensor: torch.Tensor | None, divide: bool, group, async_op: bool):
-    divisor = _td.get_world_size(group)
+    if not divide:
+        return work if async_op else None
     if async_op:
-        return _DivideOnWait(work, tensor if divide else None, divisor) if divide else work
-    if divide and tensor is not None:
-        tensor.div_(divisor)
+        return _DivideOnWait(work, tensor, _td.get_world_size(group))
+    if tensor is not None:
+        tensor.div_(_td.get_world_size(group))
     return None
 
 
