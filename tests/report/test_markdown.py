@@ -61,7 +61,7 @@ def test_summary_reports_speedup_range_and_slower_sizes(gpu_report):
     md = gpu_report["markdown"].read_text()
     line = next(x for x in _section(md, "Collectives").splitlines() if "| **all_reduce** | **gpucomm.comm**" in x)
     cells = [c.strip(" *") for c in line.strip("|").split("|")]
-    assert cells[7:11] == ["0.80x", "1.25x", "1.25x", "4 KiB"]
+    assert cells[7:13] == ["0.80x", "1.25x", "—", "1.25x", "1.25x", "4 KiB"]
 
 
 def test_train_and_advice_sections(gpu_report):
