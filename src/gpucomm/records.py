@@ -193,6 +193,8 @@ class TrainRecord:
     """The relative tolerance the equality check used."""
     note: str = ""
     """Why a strategy is not applicable or failed, or anything else a reader must know."""
+    devices: list[str] = field(default_factory=list)
+    """Device of each participant, e.g. ["cuda:0", "cuda:0"] (a repeat means a shared GPU); one per DDP rank."""
 
 
 @dataclass(kw_only=True, slots=True)

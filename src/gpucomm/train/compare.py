@@ -176,7 +176,7 @@ def _record(run: RunResult, config: TrainConfig, workload: Workload, single: Tra
         max_loss_rel_diff=None if equality is None else equality.max_loss_rel_diff,
         max_param_rel_diff=None if equality is None else equality.max_param_rel_diff,
         tolerance=None if equality is None else equality.tolerance,
-        note="; ".join(_notes(run, config)), **stats,
+        note="; ".join(_notes(run, config)), devices=list(run.devices), **stats,
     )
 
 
@@ -184,7 +184,8 @@ def _placeholder(name: str, config: TrainConfig, workload: Workload, status: str
     return TrainRecord(strategy=name, model=workload.name, n_devices=len(strategy_devices(name, config)),
                        world_size=1, device_type=config.device_type, precision=config.resolved_precision(
                            workload.autocast), global_batch=config.global_batch, seq_len=workload.seq_len,
-                       steps=config.steps, warmup_steps=config.warmup_steps, status=status, note=note)
+                       steps=config.steps, warmup_steps=config.warmup_steps, status=status, note=note,
+                       devices=[str(d) for d in strategy_devices(name, config)])
 
 
 def _tolerance(config: TrainConfig, precision: str) -> float:
