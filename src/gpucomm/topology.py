@@ -220,14 +220,19 @@ def _try_nvml(notes: list[str]) -> Topology | None:
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+def _is_header(line: str) -> bool:
+    """The matrix header: only column names (GPU<i>, NIC<i>) before "CPU Affinity", GPU0 among them."""
+    names = line.split("CPU Affinity")[0].split()
+    return "GPU0" in names and all(re.fullmatch(r"(?:GPU|NIC)\d+|mlx\S+", t) for t in names)
+
+
 def parse_nvidia_smi_topo(text: str) -> Topology:
     """Parse ``nvidia-smi topo -m`` output: GPU×GPU labels, CPU and NUMA affinity per GPU.
 
     NIC columns and the legend are ignored.  Raises ``ValueError`` when no GPU matrix is found.
     """
     lines = [_ANSI.sub("", line).rstrip() for line in text.splitlines()]
-    header = next((line for line in lines if "GPU0" in line.split()
-                   and not re.fullmatch(r"GPU\d+", line.split()[0])), None)
+    header = next((line for line in lines if _is_header(line)), None)
     if header is None:
         raise ValueError("nvidia-smi topo -m: no GPU matrix header (a line naming GPU0) found")
     columns = header.split("CPU Affinity")[0].split()
@@ -235,7 +240,7 @@ def parse_nvidia_smi_topo(text: str) -> Topology:
     gpus, links, nvlinks = [], [], []
     for line in lines:
         tokens = line.split()
-        if not tokens or not re.fullmatch(r"GPU\d+", tokens[0]):
+        if not tokens or not re.fullmatch(r"GPU\d+", tokens[0]) or _is_header(line):
             continue
         cells = tokens[1:1 + len(columns)]
         rest = tokens[1 + len(columns):]

@@ -5,8 +5,8 @@ every sum, max, min and product is exact in any reduction order and any dtype we
 included); the check is then bit-exact, except ``avg`` on floating dtypes, which allows 2 ulp.
 
 * :func:`pattern` — participant ``p``'s input of ``numel`` elements: a formula of (p, index, op).
-* :func:`expected` — what participant ``q`` must hold afterwards, computed on the CPU in float64 or
-  int64 straight from :func:`pattern`, never by running a backend.
+* :func:`expected` — what participant ``q`` must hold afterwards, computed in float64 or int64
+  straight from :func:`pattern` (on the output's device, for speed), never by running a backend.
 * :func:`count_wrong` — elements of an output that differ from the expected ones (``#wrong``).
 
 See ``docs/performance.md`` §5.
@@ -14,11 +14,13 @@ See ``docs/performance.md`` §5.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from gpucomm.collectives import CollectiveName, ReduceOp
 
-__all__ = ["SENTINEL", "count_wrong", "expected", "pattern", "value_modulus"]
+__all__ = ["SENTINEL", "count_wrong", "expected", "pattern", "release", "value_modulus"]
 
 SENTINEL = -1
 """Fill value of output buffers before an op: no correct output element ever equals it."""
@@ -32,14 +34,15 @@ def value_modulus(n: int) -> int:
 
 
 def pattern(p: int, numel: int, n: int, reduce_op: ReduceOp | None, *, dtype: torch.dtype,
-            device: torch.device | str = "cpu") -> torch.Tensor:
+            device: torch.device | str = "cpu", start: int = 0) -> torch.Tensor:
     """Participant ``p``'s input: ``numel`` small integers in ``dtype`` on ``device``.
 
     prod uses 1s and 2s, with a 2 where ``(i + p) % 4 == 0``, so an element's product over n
     participants has at most ceil(n/4) factors of 2; every other op uses a hash of (p, i) mod
     :func:`value_modulus` (participants differ from one another, so a missed copy shows up).
+    ``start`` gives elements ``start … start+numel-1`` of the same sequence (one chunk of it).
     """
-    i = torch.arange(numel, dtype=torch.int64, device=device)
+    i = torch.arange(start, start + numel, dtype=torch.int64, device=device)
     if reduce_op is ReduceOp.PROD:
         values = torch.where((i + p) % 4 == 0, 2, 1)
     else:
@@ -51,11 +54,14 @@ def _wide(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype.is_floating_point else torch.int64
 
 
-def _reduce(n: int, numel: int, reduce_op: ReduceOp, dtype: torch.dtype) -> torch.Tensor:
+@functools.lru_cache(maxsize=1)
+def _reduce(n: int, numel: int, reduce_op: ReduceOp, dtype: torch.dtype, device: torch.device,
+            start: int = 0) -> torch.Tensor:
+    """The elementwise reduction of every participant's pattern (cached: all_reduce asks n times)."""
     wide = _wide(dtype)
-    acc = pattern(0, numel, n, reduce_op, dtype=wide)
+    acc = pattern(0, numel, n, reduce_op, dtype=wide, device=device, start=start)
     for p in range(1, n):
-        x = pattern(p, numel, n, reduce_op, dtype=wide)
+        x = pattern(p, numel, n, reduce_op, dtype=wide, device=device, start=start)
         if reduce_op in (ReduceOp.SUM, ReduceOp.AVG):
             acc += x
         elif reduce_op is ReduceOp.PROD:
@@ -68,37 +74,43 @@ def _reduce(n: int, numel: int, reduce_op: ReduceOp, dtype: torch.dtype) -> torc
 
 
 def expected(op: CollectiveName, q: int, *, n: int, count: int, dtype: torch.dtype,
-             reduce_op: ReduceOp | None, root: int) -> torch.Tensor | None:
-    """What participant ``q``'s output must hold after ``op`` (CPU, float64/int64); None = unchecked.
+             reduce_op: ReduceOp | None, root: int,
+             device: torch.device | str = "cpu") -> torch.Tensor | None:
+    """What participant ``q``'s output must hold after ``op`` (float64/int64); None = unchecked.
 
     ``count`` is the row's count: the whole buffer for broadcast/reduce/all_reduce/send_recv, one
-    chunk for the chunked collectives (docs/performance.md §1).
+    chunk for the chunked collectives (docs/performance.md §1).  ``device`` only says where to
+    compute (the output's device is fastest); the values come from the formula alone.
     """
-    wide = _wide(dtype)
-    full, c = count * n, count
+    wide, c, dev = _wide(dtype), count, torch.device(device)
 
-    def pat(p: int, numel: int) -> torch.Tensor:
-        return pattern(p, numel, n, reduce_op, dtype=wide)
+    def pat(p: int, numel: int, start: int = 0) -> torch.Tensor:
+        return pattern(p, numel, n, reduce_op, dtype=wide, device=dev, start=start)
 
     if op is CollectiveName.BROADCAST:
         return pat(root, count)
     if op is CollectiveName.REDUCE:
-        return _reduce(n, count, reduce_op, dtype) if q == root else None
+        return _reduce(n, count, reduce_op, dtype, dev) if q == root else None
     if op is CollectiveName.ALL_REDUCE:
-        return _reduce(n, count, reduce_op, dtype)
+        return _reduce(n, count, reduce_op, dtype, dev)
     if op is CollectiveName.ALL_GATHER:
         return torch.cat([pat(p, c) for p in range(n)])
     if op is CollectiveName.REDUCE_SCATTER:
-        return _reduce(n, full, reduce_op, dtype)[q * c:(q + 1) * c]
+        return _reduce(n, c, reduce_op, dtype, dev, q * c)
     if op is CollectiveName.SCATTER:
-        return pat(root, full)[q * c:(q + 1) * c]
+        return pat(root, c, q * c)
     if op is CollectiveName.GATHER:
         return torch.cat([pat(p, c) for p in range(n)]) if q == root else None
     if op is CollectiveName.ALL_TO_ALL:
-        return torch.cat([pat(p, full)[q * c:(q + 1) * c] for p in range(n)])
+        return torch.cat([pat(p, c, q * c) for p in range(n)])
     if op is CollectiveName.SEND_RECV:
         return pat((q - 1) % n, count)
     raise ValueError(f"expected: no expected-result rule for collective {op!r}")
+
+
+def release() -> None:
+    """Drop the cached reduction (it can be large; the runner calls this after each row's check)."""
+    _reduce.cache_clear()
 
 
 def count_wrong(output: torch.Tensor | None, want: torch.Tensor, reduce_op: ReduceOp | None) -> int:
@@ -109,8 +121,8 @@ def count_wrong(output: torch.Tensor | None, want: torch.Tensor, reduce_op: Redu
     """
     if output is None or output.numel() != want.numel():
         return int(want.numel())
-    got = output.detach().reshape(-1).cpu()
-    target = want.to(got.dtype)
+    got = output.detach().reshape(-1)
+    target = want.to(device=got.device, dtype=got.dtype)
     if reduce_op is ReduceOp.AVG and got.dtype.is_floating_point:
         tol = 2 * torch.finfo(got.dtype).eps * target.double().abs()
         ok = (got.double() - target.double()).abs() <= tol

@@ -19,6 +19,7 @@ from gpucomm import collectives
 from gpucomm.bench import metrics, timing
 from gpucomm.bench.backends import Backend
 from gpucomm.bench.buffers import BufferSet, Case, allocate, fill, plan_case, set_nbytes
+from gpucomm.bench import check as _checks
 from gpucomm.bench.check import count_wrong, expected
 from gpucomm.bench.config import BenchConfig
 from gpucomm.records import BenchRecord
@@ -107,9 +108,10 @@ def _check(backend: Backend, case: Case, bufs: BufferSet, cfg: BenchConfig) -> i
         outputs = bufs.outputs if returned is None else returned
         for k, p in enumerate(backend.participants):
             want = expected(case.op, p, n=case.n, count=case.count, dtype=case.dtype,
-                            reduce_op=case.reduce_op, root=case.root or 0)
+                            reduce_op=case.reduce_op, root=case.root or 0, device=backend.devices[k])
             if want is not None:
                 wrong += count_wrong(outputs[k], want, case.reduce_op)
+    _checks.release()
     return wrong
 
 
