@@ -19,6 +19,11 @@ def _text_at(table, width: int) -> str:
     return console.export_text()
 
 
+def _cells(table, index: int) -> list[str]:
+    """Column ``index``'s cells as plain strings, the units row left out."""
+    return [str(c) for c in table.columns[index]._cells[1:]]
+
+
 def _text(table) -> str:
     return _text_at(table, 400)
 
@@ -50,8 +55,7 @@ def test_bench_row_cells_match_the_record():
 def test_wrong_rows_are_marked_and_styled():
     rows = [bench(wrong=0), bench(wrong=7), bench(wrong=-1)]
     table = bench_table(rows)
-    cells = table.columns[[c.header for c in table.columns].index("#wrong")]._cells
-    assert cells[1:] == ["0", "7 WRONG", "n/c"]
+    assert _cells(table, [c.header for c in table.columns].index("#wrong")) == ["0", "7 WRONG", "n/c"]
     assert table.rows[2].style == "bold red"
     assert table.rows[1].style is None
 
@@ -77,8 +81,8 @@ def test_train_table_leaves_out_empty_columns_and_fits_80_columns():
 
 def test_advice_table_ranks_and_flags_oom():
     table = advice_table(advice_rows())
-    ranks = table.columns[0]._cells[1:]
-    strategies = table.columns[1]._cells[1:]
+    ranks = _cells(table, 0)
+    strategies = _cells(table, 1)
     assert ranks == ["1", "2", "OOM"]
     assert strategies == ["zero1", "ddp", "zero3"]
     assert "OOM 200.00 GiB / 141.00 GiB" in _text(table)
@@ -86,5 +90,12 @@ def test_advice_table_ranks_and_flags_oom():
 
 def test_scale_table_sorted_by_gpus():
     table = scale_table(scale_rows())
-    gpus = table.columns[2]._cells[1:7]
+    gpus = _cells(table, 2)[:6]
     assert gpus == ["1", "2", "4", "8", "16", "32"]
+
+
+def test_record_text_is_not_read_as_markup():
+    rows = advice_rows()
+    rows[0].reason = "see [/oops] and [bold]this[/bold]"
+    text = _text(advice_table(rows))  # rich would raise MarkupError on "[/oops]" if it parsed it
+    assert "see [/oops] and [bold]this[/bold]" in text

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from gpucomm.records import AdviceRecord, BenchRecord, ScaleRecord, TrainRecord
 from gpucomm.report._format import (
@@ -63,6 +64,11 @@ _SCALE_COLUMNS = (
 )
 
 
+def _add(table: Table, cells: Iterable[str], style: str | None = None) -> None:
+    """Add a row of plain text: record strings are never read as rich markup ("[/x]" stays as typed)."""
+    table.add_row(*(Text(c) for c in cells), style=style)
+
+
 def _table(columns: Iterable[tuple[str, str]], title: str | None, numeric: set[str] | None = None,
            no_wrap: set[str] | None = None, compact: bool = False) -> Table:
     """A table with the given columns and, when any column has a unit, a dim units row under the header.
@@ -79,7 +85,7 @@ def _table(columns: Iterable[tuple[str, str]], title: str | None, numeric: set[s
         table.add_column(name, justify="right" if numeric_col else "left",
                          no_wrap=numeric_col or name in (no_wrap or set()))
     if any(unit for _name, unit in columns):
-        table.add_row(*(unit for _name, unit in columns), style="dim", end_section=True)
+        table.add_row(*(Text(unit) for _name, unit in columns), style="dim", end_section=True)
     return table
 
 
@@ -96,7 +102,7 @@ def bench_row(record: BenchRecord) -> list[str]:
 
 def add_bench_row(table: Table, record: BenchRecord) -> None:
     """Append one bench record to a table made by :func:`bench_table`; wrong rows are bold red."""
-    table.add_row(*bench_row(record), style="bold red" if record.wrong > 0 else None)
+    _add(table, bench_row(record), style="bold red" if record.wrong > 0 else None)
 
 
 def bench_table(records: Iterable[BenchRecord], title: str | None = None) -> Table:
@@ -144,10 +150,10 @@ def train_table(records: Iterable[TrainRecord], title: str | None = None) -> Tab
     numeric = {"dev", "samples/s", "tokens/s", "step med", "p90", "peak mem", "comm", "eff"}
     table = _table(columns, title, numeric, no_wrap={"strategy", "model", "precision", "equal"}, compact=True)
     for cells, style in rows:
-        table.add_row(*(cells[name] for name, _ in columns), style=style)
+        _add(table, (cells[name] for name, _ in columns), style=style)
     notes = [f"{r.strategy} on {r.n_devices}: {r.note}" for r in records if r.note]
     if notes:  # below the table, where a long note cannot squeeze the numbers
-        table.caption = "\n".join(notes)
+        table.caption = Text("\n".join(notes))
         table.caption_justify = "left"
     return table
 
@@ -188,13 +194,12 @@ def advice_table(records: Iterable[AdviceRecord], title: str | None = None) -> T
     numeric = {"rank", "step", "samples/s", "tokens/s", "scaling eff", "comm share"}
     table = _table(_ADVICE_COLUMNS, title, numeric)
     for r in advice_order(records):
-        table.add_row(
+        _add(table, (
             fmt_int(r.rank) if r.fits else "OOM", r.strategy, r.hardware,
             f"{r.nodes * r.gpus_per_node} ({r.nodes}x{r.gpus_per_node})", fmt_float(r.step_time_s, 4),
             fmt_float(r.samples_per_s, 1), fmt_float(r.tokens_per_s, 0), fmt_pct(r.scaling_efficiency),
             _advice_memory(r), fmt_pct(r.comm_share), r.reason,
-            style=None if r.fits else "red",
-        )
+        ), style=None if r.fits else "red")
     return table
 
 
@@ -202,7 +207,7 @@ def scale_table(records: Iterable[ScaleRecord], title: str | None = None) -> Tab
     """``advise --scale`` points: predicted throughput and efficiency per strategy and GPU count."""
     table = _table(_SCALE_COLUMNS, title, {"GPUs", "nodes", "samples/s", "scaling eff", "step"})
     for r in sorted(records, key=lambda r: (r.strategy, r.hardware, r.gpus)):
-        table.add_row(r.strategy, r.hardware, str(r.gpus), str(r.nodes), fmt_float(r.samples_per_s, 1),
-                      fmt_pct(r.scaling_efficiency), fmt_float(r.step_time_s, 4), "yes" if r.fits else "OOM",
-                      style=None if r.fits else "red")
+        _add(table, (r.strategy, r.hardware, str(r.gpus), str(r.nodes), fmt_float(r.samples_per_s, 1),
+                     fmt_pct(r.scaling_efficiency), fmt_float(r.step_time_s, 4), "yes" if r.fits else "OOM"),
+             style=None if r.fits else "red")
     return table
