@@ -10,8 +10,10 @@ Measured values override datasheet ones (STYLE.md 13; cost-model.md §6.5: "cali
   "process" for multi-process backends (DDP, ZeRO) and "local" for one-process ones (replicated, dp).
   From the largest-n all_reduce fit a link is derived (``B = 2(n-1)/n / beta``, per-step
   ``alpha / 2(n-1)``) for participant counts that were not measured.
-* **Compute.** ``single`` train rows give the step time as ``c0 + c1 * samples`` per model (a line through
-  the rows' global batches; through the origin when only one batch was run) and an achieved FLOP/s
+* **Compute.** ``single`` train rows give the step time as ``c0 + c1 * samples`` per model (a least-squares
+  line through the rows' global batches, slope kept >= 0; through the origin when only one batch was run).
+  Below the smallest measured batch the step is at least that batch's time scaled by samples (a line
+  with a negative intercept must not predict a near-free step) and an achieved FLOP/s
   (``6 Psi tokens / step``) for models that were not run.
 * **Per-device costs.** ``dp``, ``replicated`` and ``ddp`` rows with n > 1 give, after subtracting the
   model's prediction without it, a per-device cost in seconds (DataParallel's GIL/replication cost; our
@@ -178,11 +180,15 @@ def fit_compute(train: Iterable[Any]) -> dict[str, Any]:
             b, s = zip(*sorted(pts.items()), strict=True)
             mb, ms = statistics.fmean(b), statistics.fmean(s)
             c1 = sum((x - mb) * (y - ms) for x, y in zip(b, s, strict=True)) / sum((x - mb) ** 2 for x in b)
-            c0 = max(0.0, ms - c1 * mb)
+            c0 = ms - c1 * mb
+            if c1 < 0:  # noise larger than the per-sample cost: no measurable slope
+                c0, c1 = ms, 0.0
         else:
             ((gb, st),) = pts.items()
             c0, c1 = 0.0, st / gb
-        models[model] = {"c0_s": c0, "c1_s_per_sample": c1, "rows": len(rows),
+        b_min = min(pts)
+        models[model] = {"c0_s": c0, "c1_s_per_sample": c1, "rows": len(rows), "b_min": b_min,
+                         "s_min": pts[b_min],
                          "params": rows[0].params, "seq_len": rows[0].seq_len}
         for r in rows:
             if r.params:
@@ -225,11 +231,20 @@ def calibrate(results: Any, hardware_name: str | None = None, label: str = "") -
     cpus = [e.host.get("cpu_count") or 0 for e in results.env]
     max_n = max([f.n for f in fits] + [r.n_devices for r in results.train] + [base.max_gpus_per_node] + cpus)
     calib = {"collectives": [dataclasses.asdict(f) for f in fits], "compute": compute, "per_device_s": {},
+             "host": _host(results),
              "sources": [str(p) for p in results.sources]}
     prof = dataclasses.replace(base, name=f"calibrated:{label or base.name}", intra=link, calibration=calib,
                                max_gpus_per_node=max_n if base.kind == "cpu-gloo" else base.max_gpus_per_node,
                                sources={**base.sources, "intra": link.source})
     return _fit_per_device(prof, results.train)
+
+
+def _host(results: Any) -> dict[str, int | None]:
+    """Cores of the measuring host and torch threads per process (``OMP_NUM_THREADS``, else all cores)."""
+    cores = next((e.host.get("cpu_count") for e in results.env if e.host.get("cpu_count")), None)
+    omp = next((e.env_vars.get("OMP_NUM_THREADS") for e in results.env if e.env_vars.get("OMP_NUM_THREADS")), None)
+    threads = int(omp) if omp and omp.isdigit() else cores
+    return {"cores": cores, "threads": min(threads, cores) if threads and cores else threads}
 
 
 def _fit_per_device(profile: HardwareProfile, train: Iterable[Any]) -> HardwareProfile:

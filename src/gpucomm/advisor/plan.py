@@ -17,7 +17,8 @@ Step-time models (cost-model.md §2-§3, §6; all collectives through :func:`col
   its gradients after backward: 3 Psi per GPU.  They differ in memory: fsdp holds two unsharded units
   (current + prefetched, weights and gradients); zero3 uses DeepSpeed's estimate 4 x largest unit + 18 Psi/N.
 
-Compute per device for ``b = global_batch / N`` samples: measured (calibrated ``c0 + c1 b``), or
+Compute per device for ``b = global_batch / N`` samples (on ``cpu-gloo``, the devices of one machine
+share its cores, so ``g b`` samples' worth): measured (calibrated ``c0 + c1 b``), or
 ``6 Psi b tokens / achieved FLOP/s`` from calibration, or ``6 Psi b tokens / (peak x MFU)`` with the MFU
 stated (default :data:`DEFAULT_MFU`).  Optimizer: memory-bound, bytes touched / HBM bandwidth (included
 in a measured step).  Scaling efficiency: throughput / (N x one GPU's throughput at the same per-GPU
@@ -142,11 +143,28 @@ def collective_s(profile: HardwareProfile, op: str, nbytes: float, g: int, m: in
 # ---------------------------------------------------------------- compute
 
 
-def _compute_s(profile: HardwareProfile, wl: Workload, b: float, mfu: float) -> tuple[float, str]:
+def _compute_s(profile: HardwareProfile, wl: Workload, b: float, mfu: float, g: int = 1,
+               one_process: bool = False) -> tuple[float, str]:
+    """Seconds of forward + backward for ``b`` samples on one device of a machine running ``g`` devices.
+
+    On a ``cpu-gloo`` profile the "devices" of one machine share its C cores: with t threads per process
+    (as measured on one device), g processes slow each other down by ``max(1, g t / C)`` — with torch's
+    default t = C, g devices of ``b`` samples take as long as one device doing ``g b``.  One-process
+    strategies (``one_process``) run their CPU replicas in Python threads of one interpreter, which the
+    GIL serialises where Python overhead dominates small CPU ops: factor g.
+    """
+    if profile.kind == "cpu-gloo" and g > 1:
+        host = (profile.calibration or {}).get("host") or {}
+        cores = host.get("cores") or 1
+        threads = host.get("threads") or cores
+        b *= g if one_process else max(1.0, g * threads / cores)
     comp = (profile.calibration or {}).get("compute") or {}
     model = (comp.get("models") or {}).get(wl.model)
     if model:
-        return model["c0_s"] + model["c1_s_per_sample"] * b, "compute measured (train records, single)"
+        t = model["c0_s"] + model["c1_s_per_sample"] * b
+        if "b_min" in model and b < model["b_min"]:
+            t = max(t, model["s_min"] * b / model["b_min"])
+        return t, "compute measured (train records, single)"
     flops = cost.train_flops(wl.params, b * wl.tokens_per_sample)
     if comp.get("achieved_flops"):
         return flops / comp["achieved_flops"], "compute from the FLOP/s achieved in train records"
@@ -257,7 +275,7 @@ def predict(strategy: str, profile: HardwareProfile, wl: Workload, *, gpus_per_n
     g, m = gpus_per_node, nodes
     n = g * m
     b = wl.global_batch / n
-    compute, how = _compute_s(profile, wl, b, mfu)
+    compute, how = _compute_s(profile, wl, b, mfu, g, strategy in _LOCAL)
     measured = how.startswith("compute measured")
     fwd, bwd = compute / 3, 2 * compute / 3
     shard = 1.0 / n if strategy.startswith("zero") or strategy == "fsdp" else 1.0
