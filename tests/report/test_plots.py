@@ -52,3 +52,9 @@ def test_plot_files_on_disk_are_valid(gpu_report):
             assert path.read_bytes().startswith(PNG_MAGIC)
         elif key.endswith(".svg"):
             assert ET.parse(path).getroot().tag.endswith("svg")
+
+
+def test_record_text_is_drawn_literally():
+    rows = [bench(size=1 << 10, backend="my$lib$"), bench(size=1 << 12, backend="my$lib$")]
+    svg = _valid(plots.busbw_plot([_run(bench=rows)], "all_reduce"))
+    assert "my$lib$" in svg  # not mathtext (which would drop the dollars and italicise "lib")

@@ -33,6 +33,12 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
+def _plain(text: str) -> str:
+    """Record text as matplotlib shows it literally: "$" would start mathtext, a leading "_" hides a label."""
+    text = text.replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
+
+
 def backend_key(backend: str) -> tuple[int, str]:
     """Sort key: the four known backends in their fixed order, then others by name."""
     return (_BACKEND_ORDER.index(backend), "") if backend in _BACKEND_ORDER else (len(_BACKEND_ORDER), backend)
@@ -49,7 +55,7 @@ def _render(name: str, title: str, draw: Callable[[object], None], width: float 
         fig = MplFigure(figsize=(width, height), layout="constrained")
         FigureCanvasAgg(fig)
         draw(fig)
-        fig.suptitle(title)
+        fig.suptitle(_plain(title))
         png, svg = io.BytesIO(), io.BytesIO()
         fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
         fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
@@ -116,7 +122,7 @@ def _draw_bench(series, ylabel: str, log_y: bool, baseline_line: bool):
         for label, colour, in_place, points in series:
             xs, ys, wrong = zip(*points, strict=True)
             ax.plot(xs, ys, marker="o", markersize=3, color=f"C{colour % 10}",
-                    linestyle="--" if in_place and both else "-", label=label)
+                    linestyle="--" if in_place and both else "-", label=_plain(label))
             bad = [(x, y) for x, y, w in zip(xs, ys, wrong, strict=True) if w]
             if bad:
                 ax.plot(*zip(*bad, strict=True), "X", color="red", markersize=9, linestyle="none",
@@ -189,10 +195,10 @@ def train_plot(runs: Sequence[Run]) -> Figure | None:
         ax_t, ax_e = fig.subplots(1, 2)
         for k, (label, per) in enumerate(bars.items()):
             xs = [devices.index(n) + (k - (len(bars) - 1) / 2) * width for n in per]
-            ax_t.bar(xs, [v[0] for v in per.values()], width, label=label, color=f"C{k % 10}")
+            ax_t.bar(xs, [v[0] for v in per.values()], width, label=_plain(label), color=f"C{k % 10}")
             eff = [(x, v[1]) for x, v in zip(xs, per.values(), strict=True) if v[1] is not None]
             if eff:
-                ax_e.bar([e[0] for e in eff], [100 * e[1] for e in eff], width, label=label, color=f"C{k % 10}")
+                ax_e.bar([e[0] for e in eff], [100 * e[1] for e in eff], width, label=_plain(label), color=f"C{k % 10}")
         for ax in (ax_t, ax_e):
             ax.set_xticks(range(len(devices)), [str(n) for n in devices])
             ax.set_xlabel("devices")
@@ -221,13 +227,14 @@ def scale_plot(runs: Sequence[Run]) -> Figure | None:
         for (_, label), points in sorted(series.items()):
             points.sort(key=lambda r: r.gpus)
             ok = [r for r in points if r.fits]
-            (line,) = ax_t.plot([r.gpus for r in ok], [r.samples_per_s for r in ok], marker="o", label=label)
-            ax_e.plot([r.gpus for r in ok], [100 * r.scaling_efficiency for r in ok], marker="o", label=label,
+            (line,) = ax_t.plot([r.gpus for r in ok], [r.samples_per_s for r in ok], marker="o",
+                                label=_plain(label))
+            ax_e.plot([r.gpus for r in ok], [100 * r.scaling_efficiency for r in ok], marker="o", label=_plain(label),
                       color=line.get_color())
             oom = [r for r in points if not r.fits]
             if oom:
                 ax_t.plot([r.gpus for r in oom], [r.samples_per_s for r in oom], "x", color=line.get_color(),
-                          markersize=8, label=f"{label} (does not fit)")
+                          markersize=8, label=_plain(f"{label} (does not fit)"))
         gpus = sorted({r.gpus for pts in series.values() for r in pts})
         for ax in (ax_t, ax_e):
             ax.set_xscale("log", base=2)
