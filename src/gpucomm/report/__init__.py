@@ -1,8 +1,15 @@
 """Reports: terminal tables, Markdown, self-contained HTML and plots — pure functions of records.
 
-* :mod:`gpucomm.report.terminal` — ``rich`` tables (:func:`~gpucomm.report.terminal.bench_table`, …),
-  cheap enough to redraw in a live display.
-* :func:`build` — ``report.md``, ``report.html`` and plot files from one or more result directories.
+* :mod:`~gpucomm.report.terminal` — ``rich`` tables (:func:`~gpucomm.report.terminal.bench_table`,
+  ``train_table``, ``advice_table``, ``scale_table``), cheap to build for a live display.
+* :func:`build` — ``report.md``, ``report.html`` and ``plots/*.png|svg`` from one or more result
+  directories; ``gpucomm report DIR [DIR …] [--out DIR]`` (:mod:`~gpucomm.report.cli`) runs it.
+
+How a report is made: :mod:`~gpucomm.report.runs` loads each directory as a labelled run;
+:mod:`~gpucomm.report.content` turns the runs into a :mod:`~gpucomm.report.document` (sections of
+paragraphs, tables and figures, drawn by :mod:`~gpucomm.report.plots`); :mod:`~gpucomm.report.markdown`
+and :mod:`~gpucomm.report.html` lay that one document out, so both files say the same thing.
+Number formats live in one place (``_format``).
 
 Everything here reads records through :func:`gpucomm.records.load` and nothing else.  Heavy imports
 (matplotlib, Jinja2) happen only when :func:`build` runs, so ``gpucomm bench`` can use the terminal
