@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import torch
@@ -37,7 +38,7 @@ Pair = tuple[torch.Tensor, torch.Tensor]  # (dst, src)
 Copy = tuple[torch.Tensor, torch.Tensor, "torch.cuda.Stream | None"]  # (dst, src, stream for dst or None)
 
 _STREAMS: dict[tuple[int, int], torch.cuda.Stream] = {}
-_EVENTS: dict[tuple[int, int, int], torch.cuda.Event] = {}
+_LOCAL = threading.local()  # events are per thread: a record and its wait must not interleave with another's
 
 
 def side_stream(device: int, peer: int) -> torch.cuda.Stream:
@@ -50,10 +51,13 @@ def side_stream(device: int, peer: int) -> torch.cuda.Stream:
 
 
 def _event(device: int, peer: int, role: int) -> torch.cuda.Event:
+    events = getattr(_LOCAL, "events", None)
+    if events is None:
+        events = _LOCAL.events = {}
     key = (device, peer, role)
-    e = _EVENTS.get(key)
+    e = events.get(key)
     if e is None:
-        e = _EVENTS[key] = torch.cuda.Event()
+        e = events[key] = torch.cuda.Event()
     return e
 
 
