@@ -74,3 +74,12 @@ def test_user_factory_from_the_command_line(tmp_path, capsys, monkeypatch):
     rows = load(tmp_path / "out").train
     assert [r.model for r in rows] == ["gpucomm_train_factory_example:factory"] * 2
     assert rows[1].seq_len is None and rows[1].tokens_per_s is None and rows[1].equal_to_single
+
+
+def test_ddp_from_the_command_line(tmp_path, capsys):
+    rc = _train(tmp_path, "--model", "mlp", "--strategies", "ddp", "--nproc", "2", "--assert-equal")
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    single, ddp = load(tmp_path / "out").train
+    assert ddp.strategy == "ddp" and ddp.world_size == 2 and ddp.devices == ["cpu", "cpu"]
+    assert ddp.equal_to_single and ddp.max_loss_rel_diff <= 1e-5

@@ -6,12 +6,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from gpucomm.dist import launch
 from gpucomm.train.compare import compare_runs, run_comparison
 from gpucomm.train.config import TrainConfig
+from gpucomm.train.launching import state_from_bytes
 from gpucomm.train.loop import RunResult, run_strategy
 from gpucomm.train.models import load_workload
 from gpucomm.train.strategies import ReplicatedStrategy, SingleStrategy
-from gpucomm.train.strategies.ddp import launch_ddp_many
 
 HERE = Path(__file__).parent
 FACTORY = "gpucomm_train_factory_example:factory"
@@ -29,14 +30,27 @@ def _local(cls, cfg: TrainConfig, **kw) -> RunResult:
     return run_strategy(cls(cfg, devices, **kw), workload, cfg)
 
 
+def _ranks(configs, launched):
+    """In each launched rank: every config's ddp run, then run_launched (the torchrun path) for one."""
+    from gpucomm.train.compare import run_launched
+    from gpucomm.train.launching import rank_worker
+
+    runs = [rank_worker("ddp", c) for c in configs]
+    cmp = run_launched(launched)
+    return runs, (None if cmp is None else cmp.records)
+
+
 @pytest.fixture(scope="module")
 def runs():
     """Every model under single, replicated and ddp; all ddp runs share one 2-process launch."""
     sys.path.insert(0, str(HERE))  # the factory module, for this process and the spawned ranks
     try:
         configs = [_cfg(m) for m in MODELS]
-        ddp = launch_ddp_many(configs, 2)
-        out = {}
+        per_rank = launch(_ranks, 2, configs, _cfg("mlp"), backend="gloo")
+        ddp = per_rank[0][0]
+        for r in ddp:
+            r.state = state_from_bytes(r.state)
+        out = {"launched": [records for _, records in per_rank]}
         for cfg, d in zip(configs, ddp, strict=True):
             out[cfg.model] = {"single": _local(SingleStrategy, cfg), "ddp": d,
                               "replicated": _local(ReplicatedStrategy, cfg)}
@@ -55,6 +69,15 @@ def test_equal_to_single_within_fp32_tolerance(runs, model, strategy):
     changed = sum(float((single.state[k] - load_workload(model).build_model().state_dict()[k]).abs().sum())
                   for k in single.state)
     assert changed > 0  # parameters moved, so equality of parameters means something
+
+
+def test_under_a_launcher_only_rank0_reports_ddp(runs):
+    rank0, rank1 = runs["launched"]
+    assert rank1 is None
+    (row,) = rank0
+    assert row.strategy == "ddp" and row.world_size == 2 and row.status == "ok"
+    assert row.equal_to_single is None and row.scaling_efficiency is None and len(row.losses) == 4
+    assert row.losses == pytest.approx(runs["mlp"]["ddp"].losses, rel=0, abs=0)  # same run, same numbers
 
 
 def test_ddp_result_describes_its_ranks(runs):

@@ -111,15 +111,14 @@ def _execute(config: TrainConfig, console, *, report: bool) -> int:
     from gpucomm.train import compare
 
     launched = compare.under_launcher()
-    if launched:
-        console.print("[yellow]under torchrun/SLURM only ddp runs (the others need every device in one "
-                      "process)[/]")
-    env = collect_env(config.device_type, extra=_extra(config))
-    writer = None
-    if not launched or _is_rank0():
-        writer = RecordWriter(config.out, env)
+    lead = not launched or _is_rank0()
+    if launched and lead:
+        console.print("[yellow]under torchrun/SLURM only per-process strategies (ddp) run; the others need "
+                      "every device in one process[/]")
+    writer = RecordWriter(config.out, collect_env(config.device_type, extra=_extra(config))) if lead else None
     try:
-        _header(console, config)
+        if lead:
+            _header(console, config)
         if launched:
             cmp = compare.run_launched(config, on_record=writer.write if writer else None)
         else:

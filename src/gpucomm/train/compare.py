@@ -129,9 +129,9 @@ def _run(name: str, workload: Workload, config: TrainConfig) -> RunResult:
     cls = get(name)
     devices = strategy_devices(name, config)
     if cls.per_process:
-        from gpucomm.train.strategies.ddp import launch_ddp
+        from gpucomm.train.launching import launch_strategy
 
-        return launch_ddp(config, len(devices))
+        return launch_strategy(name, config, len(devices))
     return run_strategy(cls(config, devices), workload, config)
 
 
@@ -253,25 +253,28 @@ def under_launcher() -> bool:
 
 def run_launched(config: TrainConfig, *, on_record: Callable[[TrainRecord], None] | None = None
                  ) -> Comparison | None:
-    """Under torchrun/SLURM: run only ddp across the job's ranks; rank 0 returns the comparison.
+    """Under torchrun/SLURM: run the ``per_process`` strategies of ``config`` (ddp) across the job's ranks.
 
-    The other strategies need every device in one process and are not run; there is therefore no
-    single baseline, and ``equal_to_single`` and scaling efficiency stay None.
+    Strategies that need every device in one process are not run; there is therefore no single
+    baseline, and ``equal_to_single`` and scaling efficiency stay None.  Rank 0 returns the
+    comparison, the other ranks None.
     """
     import gpucomm.dist as gd
-    from gpucomm.train.strategies.ddp import run_under_launcher
+    from gpucomm.train.launching import run_under_launcher
 
     world = gd.read_env().world_size
     if config.global_batch % world:
         raise ConfigError(f"--global-batch {config.global_batch} does not divide by the job's {world} ranks; "
                          f"choose a multiple of {world}")
     workload = load_workload(config.model, seed=config.seed, seq_len=config.seq_len)
-    run = run_under_launcher(config)
-    if run is None:
-        return None
-    cmp = Comparison(config=config, runs={"ddp": run})
-    record = _record(run, config, workload, None, None)
-    cmp.records.append(record)
-    if on_record is not None:
-        on_record(record)
-    return cmp
+    cmp = Comparison(config=config)
+    for name in (n for n in config.strategies if get(n).per_process):
+        run = run_under_launcher(name, config)
+        if run is None:
+            continue
+        cmp.runs[name] = run
+        record = _record(run, config, workload, None, None)
+        cmp.records.append(record)
+        if on_record is not None:
+            on_record(record)
+    return cmp if cmp.runs else None

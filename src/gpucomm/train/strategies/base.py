@@ -60,7 +60,8 @@ class Strategy(abc.ABC):
     name: ClassVar[str]
     """Registry name ("single", "dp", ...)."""
     per_process: ClassVar[bool] = False
-    """True when the strategy runs one process per device (started by ``gpucomm.dist.launch``)."""
+    """True when the strategy runs one process per device (:mod:`gpucomm.train.launching` starts
+    them); such a class is constructed as ``cls(config, [device], rank=rank, world_size=world)``."""
 
     def __init__(self, config: TrainConfig, devices: Sequence[torch.device]) -> None:
         self.config = config
