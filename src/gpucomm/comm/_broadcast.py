@@ -58,13 +58,15 @@ def broadcast(tensor: torch.Tensor, devices: Any = None, *, out: Any = None) -> 
 
 
 def _to_devices(tensor: torch.Tensor, devices: list[torch.device]) -> list[torch.Tensor]:
+    home = tensor.device
+    if devices.count(home) == len(devices):  # every slot is the tensor itself, as in torch
+        return [tensor] * len(devices)
     if tensor.layout != torch.strided:  # sparse: torch's plain per-device copy
-        return [tensor if d == tensor.device else tensor.to(d, copy=True) for d in devices]
+        return [tensor if d == home else tensor.to(d, copy=True) for d in devices]
     cuda = tensor.is_cuda or any(d.type == "cuda" for d in devices)
     firsts: dict[torch.device, torch.Tensor] = {}
     repeats: list[_copy.Pair] = []
     slots = []
-    home = tensor.device
     for d in devices:
         if d == home:
             slots.append(tensor)

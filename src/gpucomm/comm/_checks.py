@@ -82,12 +82,23 @@ def devices_arg(devices: Any, arg: str = "devices", *, allow_empty: bool = False
     items = list(devices)
     if not items and not allow_empty:
         raise fail_value(arg, "at least one device", "an empty sequence", "list the devices to use")
+    for i, d in enumerate(items):
+        if not isinstance(d, bool) and isinstance(d, str | torch.device) and _cuda_without_index(d):
+            raise fail_value(f"{arg}[{i}]", "a CUDA device with an index, such as 0 or 'cuda:0'",
+                             f"{str(d)!r}", "name the device explicitly: a list entry must not depend on "
+                             "the current device (torch.cuda.comm refuses it too)")
     parsed = [_one_device(d, f"{arg}[{i}]") for i, d in enumerate(items)]
     if key is not None and all(map(_indexed, items)):
         if len(_DEVICE_LISTS) >= _DEVICE_LISTS_MAX:
             _DEVICE_LISTS.clear()
         _DEVICE_LISTS[key] = tuple(parsed)
     return parsed
+
+
+def _cuda_without_index(d: str | torch.device) -> bool:
+    if isinstance(d, torch.device):
+        return d.type == "cuda" and d.index is None
+    return d.strip() == "cuda"
 
 
 def _indexed(d: Any) -> bool:
@@ -186,9 +197,12 @@ def check_cat_shapes(xs: Sequence[torch.Tensor], dim: int, arg: str) -> list[int
     """Tensors that can be concatenated along ``dim`` (already wrapped); returns the concatenated shape."""
     first = xs[0]
     s0 = first.shape
+    shapes = [t.shape for t in xs]
+    if shapes.count(s0) == len(shapes):  # the common case: equal shapes
+        return [*s0[:dim], s0[dim] * len(shapes), *s0[dim + 1:]]
     head, tail = s0[:dim], s0[dim + 1:]
-    if all(t.shape[:dim] == head and t.shape[dim + 1:] == tail and t.dim() == len(s0) for t in xs):
-        return [*head, sum(t.shape[dim] for t in xs), *tail]
+    if all(s[:dim] == head and s[dim + 1:] == tail and len(s) == len(s0) for s in shapes):
+        return [*head, sum(s[dim] for s in shapes), *tail]
     total = 0
     for i, t in enumerate(xs):
         if t.dim() != first.dim():

@@ -61,7 +61,10 @@ def _check_out_like(outs: list[torch.Tensor], shape: torch.Size | list[int], dty
 def _reduce_to(ts: list[torch.Tensor], dest: torch.device, op: ReduceOp,
                out: torch.Tensor | None = None) -> torch.Tensor:
     """The reduction of ``ts`` on ``dest`` (into ``out`` when given; ``out`` may alias inputs)."""
-    roots = [i for i, t in enumerate(ts) if t.device == dest]
+    devs = [t.device for t in ts]
+    if devs.count(dest) == len(ts):  # all on the destination (cuda:0 x n, or CPU): no copies at all
+        return combine(ts, op, out)
+    roots = [i for i, d in enumerate(devs) if d == dest]
     if roots:
         root = roots[-1]
         group = ts if out is None else [*ts, out]
@@ -101,7 +104,7 @@ def reduce_add(inputs: Any, destination: Any = None) -> torch.Tensor:
     """
     ts = _inputs(inputs, "inputs", dense=False)
     dest = default_destination(ts) if destination is None else destination_arg(destination)
-    if not any(t.device == dest for t in ts):
+    if dest not in [t.device for t in ts]:
         raise fail_value("destination", "a device that holds one of the inputs",
                          f"{dest}, while the inputs are on {sorted({str(t.device) for t in ts})}",
                          "pass destination= one of those devices, or move one input there first")

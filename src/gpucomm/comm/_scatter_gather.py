@@ -69,15 +69,16 @@ def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, 
     else:
         chunks = tensor.split(_chunk_sizes(chunk_sizes, len(devs), tensor.shape[d], d), d)
     strs = check_streams(streams, devs)
-    cuda = tensor.is_cuda or any(x.type == "cuda" for x in devs)
-    results, pairs = [], []
-    for i, chunk in enumerate(chunks):
-        if devs[i] == tensor.device:
-            results.append(chunk)
-            continue
-        new = empty_like_on(chunk, devs[i], pinned=cuda)
-        pairs.append((new, chunk, None if strs is None else strs[i]))
-        results.append(new)
+    home, k = tensor.device, len(chunks)
+    targets = devs[:k] if k < len(devs) else devs
+    if targets.count(home) == k:  # every chunk is already where it goes: views, as torch returns
+        return tuple(chunks)
+    cuda = tensor.is_cuda or any(x.type == "cuda" for x in targets)
+    results, pairs = list(chunks), []
+    for i, dev in enumerate(targets):
+        if dev != home:
+            new = results[i] = empty_like_on(chunks[i], dev, pinned=cuda)
+            pairs.append((new, chunks[i], None if strs is None else strs[i]))
     _copy.copy_all(pairs)
     return tuple(results)
 
@@ -156,8 +157,9 @@ def gather(tensors: Any, dim: int = 0, destination: Any = None, *, out: Any = No
         ``Tensor``: the concatenation (or ``out``).
     """
     ts = check_tensors(tensors, "tensors")
-    for i, t in enumerate(ts):
-        _dense(t, f"tensors[{i}]")
+    if not all(t.layout == torch.strided for t in ts):
+        for i, t in enumerate(ts):
+            _dense(t, f"tensors[{i}]")
     d = check_dim(dim, ts[0].dim(), what="tensors[0]")
     shape = check_cat_shapes(ts, d, "tensors")
     if out is not None:
@@ -173,7 +175,7 @@ def gather(tensors: Any, dim: int = 0, destination: Any = None, *, out: Any = No
         _gather_into(ts, o, d, fresh=False)
         return o
     dest = _destination(destination, ts)
-    cuda = dest.type == "cuda" or any(t.is_cuda for t in ts)
+    cuda = dest.type == "cuda" or [t.is_cuda for t in ts].count(True) > 0
     result = empty_on(shape, ts[0].dtype, dest, pinned=cuda, memory_format=suggest_memory_format(ts))
     _gather_into(ts, result, d, fresh=True)
     return result
@@ -195,7 +197,7 @@ def _cast(ts: list[torch.Tensor], dtype: torch.dtype) -> list[torch.Tensor]:
 def _gather_into(ts: list[torch.Tensor], result: torch.Tensor, d: int, *, fresh: bool) -> None:
     dest = result.device
     safe = fresh or not any(_copy.overlaps(result, t) for t in ts)
-    if safe and all(t.device == dest for t in ts):
+    if safe and [t.device for t in ts].count(dest) == len(ts):
         torch.cat(_cast(ts, result.dtype), d, out=result)  # one kernel instead of n copies
         return
     outer = math.prod(result.shape[:d])
