@@ -51,3 +51,10 @@ def compare_report(gpu_dir, cpu_dir, tmp_path_factory) -> dict[str, Path]:
     from gpucomm.report import build
 
     return build([gpu_dir, cpu_dir], tmp_path_factory.mktemp("compare"))
+
+
+@pytest.fixture(scope="session")
+def cpu_report(cpu_dir, tmp_path_factory) -> dict[str, Path]:
+    from gpucomm.report import build
+
+    return build(cpu_dir, tmp_path_factory.mktemp("cpu_report"))

@@ -29,13 +29,13 @@ def test_wrong_results_section_lists_the_wrong_row(gpu_report):
     assert "WARNING: 1 bench row(s) returned WRONG results" in md.split("## Runs")[0]
 
 
-def test_no_wrong_results_is_stated(cpu_dir, tmp_path):
-    md = build(cpu_dir, tmp_path)["markdown"].read_text()
+def test_no_wrong_results_is_stated(cpu_report):
+    md = cpu_report["markdown"].read_text()
     assert "No wrong results: all 16 checked bench rows matched" in _section(md, "Wrong results")
 
 
-def test_cpu_banner_and_units_legend(cpu_dir, tmp_path):
-    md = build(cpu_dir, tmp_path)["markdown"].read_text()
+def test_cpu_banner_and_units_legend(cpu_report):
+    md = cpu_report["markdown"].read_text()
     head = md.split("## Runs")[0]
     assert "These are CPU numbers" in head
     units = _section(md, "Units")

@@ -27,14 +27,22 @@ def escape(text: str) -> str:
 
 
 _SHORT = {"out-of-place": "out", "in-place": "in"}
+_PREFIX = {"speedup vs baseline": "speedup"}
+
+
+def _fold(label: str, header: str) -> str:
+    if not label:
+        return header
+    if label in _PREFIX:
+        return f"{_PREFIX[label]} {header}"
+    return f"{header} ({_SHORT.get(label, label)})"
 
 
 def _headers(table: Table) -> list[str]:
-    """Headers with their group folded in: "busbw (in)" for the in-place busbw column."""
+    """Headers with their group folded in: "busbw (in)" for in-place busbw, "speedup min"."""
     headers, col = [], 0
     for label, span in table.groups or [("", len(table.headers))]:
-        for h in table.headers[col:col + span]:
-            headers.append(f"{h} ({_SHORT.get(label, label)})" if label else h)
+        headers += [_fold(label, h) for h in table.headers[col:col + span]]
         col += span
     return headers
 
