@@ -74,3 +74,15 @@ def test_calibrate_save_and_reuse_profile(tmp_path, capsys):
     assert data["calibrated"] and all(r["calibrated"] for r in data["advice"])
     dp = next(r for r in data["advice"] if r["strategy"] == "dp")
     assert dp["rank"] is None and "CUDA" in dp["reason"]
+
+
+def test_custom_gpt_shape_counts_activations(capsys):
+    argv = ["advise", "--hardware", "h100-nvswitch", "--layers", "32", "--d-model", "4096", "--seq-len", "2048",
+            "--global-batch", "64", "--json", "--strategies", "ddp,fsdp"]
+    assert main(argv) == 0
+    rows = {r["strategy"]: r for r in json.loads(capsys.readouterr().out)["advice"]}
+    # 32 layers of 12 d^2 + 13 d, plus 50304 x 4096 tokens and 2048 x 4096 positions: 6.66 B parameters.
+    assert rows["ddp"]["params"] == 6_658_596_864 and rows["ddp"]["model"] == "gpt-L32-d4096"
+    assert not rows["fsdp"]["fits"]  # 74 GiB of activations at 8 sequences of 2048 per GPU
+    assert main(["advise", "--hardware", "h100-nvswitch", "--layers", "32", "--model", "mlp"]) == 2
+    assert "--d-model" in capsys.readouterr().err

@@ -3,7 +3,8 @@
 Usage::
 
     gpucomm advise --hardware h200-nvswitch --gpus 8 --model gpt-124m --global-batch 256
-    gpucomm advise --hardware h100-nvswitch --nodes 4 --gpus 8 --params 7e9 --seq-len 2048 --dtype bf16
+    gpucomm advise --hardware h100-nvswitch --nodes 4 --gpus 8 --layers 32 --d-model 4096 --seq-len 2048
+    gpucomm advise --hardware h100-nvswitch --gpus 8 --params 7e9 --seq-len 2048 --dtype bf16
     gpucomm advise --hardware h200-nvswitch --model gpt-350m --scale --out results/advice
     gpucomm advise --calibrate results/bench results/train --save-profile cpu.json
     gpucomm advise --profile cpu.json --gpus 2 --model gpt-tiny --global-batch 32 --json
@@ -54,6 +55,8 @@ class AdviseConfig:
     nodes: int
     model: str | None
     params: int | None
+    layers: int | None
+    d_model: int | None
     global_batch: int
     seq_len: int | None
     dtype: str
@@ -92,7 +95,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     hw.add_argument("--nodes", type=int, default=1, help="machines (default 1)")
     wl = p.add_argument_group("workload")
     wl.add_argument("--model", help="gpt-tiny, gpt-124m, gpt-350m or mlp")
-    wl.add_argument("--params", type=float, help="parameter count instead of a model name, e.g. 7e9")
+    wl.add_argument("--params", type=float, help="parameter count instead of a model name, e.g. 7e9 (no shape: "
+                                                 "activations are not counted)")
+    wl.add_argument("--layers", type=int, help="a custom GPT of this depth (with --d-model)")
+    wl.add_argument("--d-model", type=int, help="a custom GPT of this width (with --layers)")
     wl.add_argument("--global-batch", type=int, default=256, help="samples per optimizer step (default 256)")
     wl.add_argument("--seq-len", type=int, help="tokens per sample (GPT default: its context length)")
     wl.add_argument("--dtype", default="bf16", help="fp32, bf16-autocast, bf16 or fp16 (default bf16: "
@@ -123,6 +129,7 @@ def config_from_args(args: argparse.Namespace) -> AdviseConfig:
     return AdviseConfig(hardware=args.hardware, network=args.network, profile=args.profile,
                         calibrate=list(args.calibrate), save_profile=args.save_profile, gpus=args.gpus,
                         nodes=args.nodes, model=args.model, params=None if params is None else int(params),
+                        layers=args.layers, d_model=args.d_model,
                         global_batch=args.global_batch, seq_len=args.seq_len, dtype=args.dtype,
                         optimizer=args.optimizer, mfu=DEFAULT_MFU if args.mfu is None else args.mfu,
                         strategies=strategies, scale=args.scale, max_gpus=args.max_gpus, json=args.json,
@@ -271,6 +278,14 @@ def run(args: argparse.Namespace) -> int:
         return _usage(str(exc))
     if cfg.save_profile:
         calibrate.save_profile(profile, cfg.save_profile)
+    shape = None
+    if (cfg.layers is None) != (cfg.d_model is None):
+        return _usage("--layers and --d-model go together")
+    if cfg.layers is not None:
+        try:
+            cfg.model, shape = workload.custom_gpt(cfg.layers, cfg.d_model, seq_len=cfg.seq_len or 1024)
+        except ValueError as exc:
+            return _usage(str(exc))
     if cfg.model is None and cfg.params is None:
         if cfg.calibrate or cfg.save_profile:
             print(json.dumps(_calibration_summary(profile), indent=1, default=str))
@@ -278,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
         return _usage("give --model NAME or --params N")
     try:
         wl = workload.make_workload(cfg.model, params=cfg.params, dtype=cfg.dtype, optimizer=cfg.optimizer,
-                                    global_batch=cfg.global_batch, seq_len=cfg.seq_len)
+                                    global_batch=cfg.global_batch, seq_len=cfg.seq_len, shape=shape)
         preds = plan.advise(profile, wl, gpus_per_node=cfg.gpus, nodes=cfg.nodes, mfu=cfg.mfu,
                             strategies=cfg.strategies)
         per_gpu = wl.global_batch / (cfg.gpus * cfg.nodes)

@@ -9,6 +9,7 @@ not import torch to plan:
 * MLP: ``sum(in*out + out)`` over its Linear layers.
 
 ``tests/advisor/test_workload.py`` checks these against the real modules when ``gpucomm.train`` exists.
+``--layers L --d-model D`` describes a GPT of the same family at another size (vocabulary 50304).
 A model given as a number (``--params 7e9``) has no shape: no activation estimate unless
 ``--layers/--d-model`` are given, and compute comes from 6 Psi per token (or per sample).
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 from gpucomm.advisor.cost import PRECISIONS, Precision, gpt_activation_bytes
 
-__all__ = ["MODEL_SHAPES", "ModelShape", "Workload", "WorkloadError", "builtin_shape", "gpt_params",
+__all__ = ["MODEL_SHAPES", "ModelShape", "Workload", "WorkloadError", "builtin_shape", "custom_gpt", "gpt_params",
            "make_workload", "mlp_params"]
 
 
@@ -127,9 +128,19 @@ def _count(name: str, shape: ModelShape, seq_len: int | None) -> int:
     return mlp_params(shape.d_in, shape.d_model, shape.layers, shape.classes)
 
 
+def custom_gpt(layers: int, d_model: int, vocab: int = 50304, seq_len: int = 1024) -> tuple[str, ModelShape]:
+    """A GPT of the built-in family with a given depth and width: its name and shape."""
+    for name, v in (("--layers", layers), ("--d-model", d_model), ("--vocab", vocab), ("--seq-len", seq_len)):
+        if not isinstance(v, int) or v < 1:
+            raise WorkloadError(f"{name}: expected an integer >= 1, but got {v!r}")
+    return f"gpt-L{layers}-d{d_model}", ModelShape(family="gpt", layers=layers, d_model=d_model, vocab=vocab,
+                                                   seq_len=seq_len)
+
+
 def make_workload(model: str | None, *, params: int | None = None, dtype: str = "bf16",
-                  optimizer: str = "adam", global_batch: int = 256, seq_len: int | None = None) -> Workload:
-    """Build a :class:`Workload` from a built-in name or a parameter count.
+                  optimizer: str = "adam", global_batch: int = 256, seq_len: int | None = None,
+                  shape: ModelShape | None = None) -> Workload:
+    """Build a :class:`Workload` from a built-in name, a custom GPT ``shape`` or a parameter count.
 
     Raises:
         WorkloadError: unknown model/dtype/optimizer, or neither model nor params given.
@@ -141,7 +152,8 @@ def make_workload(model: str | None, *, params: int | None = None, dtype: str = 
         raise WorkloadError(f"--optimizer {optimizer!r}: expected 'adam' or 'sgd'")
     if not isinstance(global_batch, int) or global_batch < 1:
         raise WorkloadError(f"--global-batch: expected an integer >= 1, but got {global_batch!r}")
-    shape = builtin_shape(model) if model else None
+    if shape is None:
+        shape = builtin_shape(model) if model else None
     if model and shape is None and params is None:
         raise WorkloadError(f"--model {model!r} is not a built-in model; valid names are: "
                             f"{', '.join(MODEL_SHAPES)} — or give --params N")
