@@ -1,0 +1,168 @@
+"""Does ``gpucomm bench``'s harness change what it measures?  Our all_reduce timing vs a bare loop.
+
+Both sides run in the same processes, on the same process group, at the same sizes, interleaved
+round by round (so drift in a shared machine hits both alike):
+
+* **ours** — :func:`gpucomm.bench.runner.measure` for the ``torch.distributed`` backend: warmup,
+  rotating buffer sets, per-iteration timing (CUDA events on NCCL, perf_counter + sync on gloo),
+  MAX over ranks per iteration, median.  The exact check runs after timing and is not timed.
+* **bare** — the loop people write by hand: one tensor, warmup, barrier, then per iteration
+  ``t0; dist.all_reduce(t); sync; t1`` (CUDA events around the call on NCCL), the same MAX over
+  ranks, median.
+
+The ratio ours/bare is printed per size (median over rounds); the target is within 3% at >= 1 MiB.
+
+Usage::
+
+    python benchmarks/harness_overhead.py                      # gloo, 2 CPU processes
+    python benchmarks/harness_overhead.py --nproc 8            # NCCL, one process per GPU
+    python benchmarks/harness_overhead.py --out benchmarks/results/harness-overhead_cpu-gloo_2026-12-02.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+_CPU_SIZES = ["64K", "1M", "4M", "16M"]
+_GPU_SIZES = ["64K", "1M", "16M", "256M", "1G"]
+
+
+def _bare(ts: list[torch.Tensor], iters: int, warmup: int) -> list[float]:
+    """The hand-written loop: per-iteration time of ``dist.all_reduce`` on ``ts[i % len(ts)]``."""
+    import torch.distributed as dist
+
+    k = len(ts)
+    cuda = ts[0].device.type == "cuda"
+    for i in range(warmup):
+        dist.all_reduce(ts[i % k])
+    if cuda:
+        torch.cuda.synchronize(ts[0].device)
+    dist.barrier()
+    times = []
+    if cuda:
+        pairs = []
+        for i in range(iters):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            dist.all_reduce(ts[i % k])
+            e.record()
+            pairs.append((s, e))
+        torch.cuda.synchronize(ts[0].device)
+        times = [s.elapsed_time(e) / 1e3 for s, e in pairs]
+    else:
+        for i in range(iters):
+            t0 = time.perf_counter()
+            dist.all_reduce(ts[i % k])
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+def _worker(sizes: list[int], iters: int, warmup: int, rounds: int) -> dict | None:
+    import torch.distributed as dist
+
+    from gpucomm.bench.backends import TorchDistributed
+    from gpucomm.bench.buffers import IN_PLACE, plan_case
+    from gpucomm.bench.config import BenchConfig
+    from gpucomm.bench.metrics import median
+    from gpucomm.bench.pg import _combine
+    from gpucomm.bench.runner import ROTATE_BYTES, measure
+    from gpucomm.collectives import CollectiveName, ReduceOp
+    from gpucomm.dist import device as dist_device
+
+    device = dist_device()
+    world = dist.get_world_size()
+    backend = TorchDistributed(device)
+    cfg = BenchConfig(ops=(CollectiveName.ALL_REDUCE,), backends=("torch.distributed",), sizes=tuple(sizes),
+                      dtypes=(torch.float32,), reduce_ops=(ReduceOp.SUM,), iters=iters, warmup=warmup, check=1,
+                      device_type=device.type, nproc=world)
+    combine = _combine(device)
+    results = {}
+    for size in sizes:
+        case = plan_case(CollectiveName.ALL_REDUCE, size, world, torch.float32, ReduceOp.SUM, IN_PLACE)
+        sets = max(1, min(8, -(-ROTATE_BYTES[device.type] // case.size)))  # what measure() rotates through
+        one = [torch.ones(case.count, dtype=torch.float32, device=device)]
+        many = [torch.ones(case.count, dtype=torch.float32, device=device) for _ in range(sets)]
+        ours, bare, bare_rot, wrong = [], [], [], 0
+        for _ in range(rounds):
+            record = measure(backend, case, cfg, combine)
+            ours.append(record.time_us_median)
+            wrong += record.wrong
+            bare.append(median(combine(_bare(one, iters, warmup), 0)[0]) * 1e6)
+            bare_rot.append(median(combine(_bare(many, iters, warmup), 0)[0]) * 1e6)
+        results[size] = {"ours": ours, "bare": bare, "bare_rot": bare_rot, "sets": sets, "wrong": wrong}
+    return results if dist.get_rank() == 0 else None
+
+
+def _table(results: dict, nproc: int, backend: str) -> str:
+    from gpucomm.bench.sizes import format_size
+
+    lines = ["| size | ours (µs) | bare, one buffer (µs) | bare, rotating (µs) | **ours / bare** | "
+             "per-round ours/bare (min–max) | ours / bare rotating | buffer sets | #wrong |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for size, r in results.items():
+        ours, bare, rot = (statistics.median(r[k]) for k in ("ours", "bare", "bare_rot"))
+        ratios = [o / b for o, b in zip(r["ours"], r["bare"], strict=True)]
+        lines.append(f"| {format_size(size)} | {ours:,.1f} | {bare:,.1f} | {rot:,.1f} | **{ours / bare:.3f}** | "
+                     f"{min(ratios):.3f}–{max(ratios):.3f} | {ours / rot:.3f} | {r['sets']} | {r['wrong']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from gpucomm.bench.sizes import parse_size
+    from gpucomm.devices import cuda_device_count
+    from gpucomm.dist import launch
+
+    gpus = cuda_device_count()
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nproc", type=int, default=gpus if gpus else 2)
+    p.add_argument("--sizes", default=",".join(_GPU_SIZES if gpus else _CPU_SIZES))
+    p.add_argument("-n", "--iters", type=int, default=50 if gpus else 30)
+    p.add_argument("-w", "--warmup-iters", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--out", help="also write the result as Markdown to this file")
+    args = p.parse_args(argv)
+    sizes = [parse_size(s, "--sizes") for s in args.sizes.split(",")]
+    backend = "nccl" if gpus >= args.nproc and gpus > 0 else "gloo"
+    load0 = os.getloadavg()[0]
+    started = time.perf_counter()
+    results = launch(_worker, args.nproc, sizes, args.iters, args.warmup_iters, args.rounds, backend=backend)[0]
+    elapsed = time.perf_counter() - started
+    kind = "CPU numbers (gloo)" if backend == "gloo" else "GPU numbers (NCCL)"
+    head = [
+        f"# Harness overhead: `gpucomm bench` all_reduce timing vs a bare torch.distributed loop ({kind})",
+        "",
+        f"- date: {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}",
+        f"- command: `python {' '.join(sys.argv)}`",
+        f"- backend: {backend}, {args.nproc} processes, float32 sum, in-place; "
+        f"{args.iters} timed iterations and {args.warmup_iters} warmups per measurement, "
+        f"{args.rounds} interleaved rounds per size (median over rounds)",
+        f"- torch {torch.__version__}, Python {platform.python_version()}, {platform.platform()}, "
+        f"{os.cpu_count()} CPUs" + (f", {torch.cuda.get_device_name(0)}" if gpus else ""),
+        f"- wall time: {elapsed:.1f} s; load average before/after: {load0:.1f} / {os.getloadavg()[0]:.1f} "
+        f"(on {os.cpu_count()} CPUs)",
+        "",
+        "ours / bare = our median / the bare loop's median (1.000 = no difference; target within 3% at >= 1 MiB).",
+        "\"bare, rotating\" is the bare loop cycling through as many buffers as ours does (our harness rotates",
+        "buffers so caches do not flatter small sizes): ours / bare rotating isolates the harness's own cost,",
+        "bare rotating / bare one buffer is the cache effect the rotation removes.",
+        "",
+    ]
+    text = "\n".join(head) + _table(results, args.nproc, backend) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
