@@ -111,6 +111,9 @@ def all_to_all(tensor_lists: Any, *, out: Any = None) -> list[list[torch.Tensor]
                                  f"device, that of tensor_lists[{i}][0])", describe(t),
                                  "every tensor a participant sends must sit on its device")
     cuda = any(x.type == "cuda" for x in devices)
+    if out is None and _uniform(lists, devices):  # one device, one shape: a single stacking kernel
+        flat = torch.stack([lists[i][j] for j in range(n) for i in range(n)]).unbind(0)
+        return [list(flat[j * n:(j + 1) * n]) for j in range(n)]
     if out is None:
         result = [[empty_like_on(lists[i][j], devices[j], pinned=cuda) for i in range(n)] for j in range(n)]
         pairs = [(result[j][i], lists[i][j]) for j in range(n) for i in range(n)]
@@ -124,6 +127,12 @@ def all_to_all(tensor_lists: Any, *, out: Any = None) -> list[list[torch.Tensor]
         pairs = _copy.protect(pairs, [o for row in result for o in row])
     _copy.copy_all(pairs)
     return result
+
+
+def _uniform(lists: list[list[torch.Tensor]], devices: list[torch.device]) -> bool:
+    first = lists[0][0]
+    return devices.count(devices[0]) == len(devices) and all(
+        t.shape == first.shape and t.dtype == first.dtype for row in lists for t in row)
 
 
 def _square(x: Any, arg: str, n: int | None = None) -> list[list[torch.Tensor]]:
@@ -157,6 +166,8 @@ def send_recv(tensors: Any, *, out: Any = None) -> list[torch.Tensor]:
     _dense(ts, "tensors")
     n = len(ts)
     cuda = any(t.is_cuda for t in ts)
+    if out is None and _uniform([ts], [t.device for t in ts]):  # one device, one shape: one kernel
+        return list(torch.stack([ts[i - 1] for i in range(n)]).unbind(0))
     if out is None:
         outs = [empty_like_on(ts[i - 1], ts[i].device, pinned=cuda) for i in range(n)]
         _copy.copy_all([(outs[i], ts[i - 1]) for i in range(n)])

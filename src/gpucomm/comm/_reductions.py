@@ -259,6 +259,8 @@ def reduce_scatter(tensors: Any, dim: int = 0, op: Any = "sum", *, out: Any = No
         full = combine(ts, o)
         chunks = full.split(c, d)
         if outs is None:
+            if full is not ts[0]:  # a fresh buffer: its chunks are the outputs, no copy needed
+                return list(chunks)
             outs = [empty_like_on(ch, dev, pinned=cuda) for ch, dev in zip(chunks, devices, strict=True)]
         _copy.copy_all(_copy.protect(list(zip(outs, chunks, strict=True)), outs))
         return outs

@@ -132,6 +132,10 @@ def _scatter_out(tensor: torch.Tensor, out: Any, devices: Any, chunk_sizes: Any,
     return tuple(outs)
 
 
+_HOST_CAT_MAX_BYTES = 1 << 20
+"""Below this, inputs on one GPU are concatenated there and sent to the host in one copy, not n."""
+
+
 def default_destination(tensors: list[torch.Tensor]) -> torch.device:
     """torch's default (the current CUDA device) when any tensor is on a GPU, else the CPU."""
     if any(t.is_cuda for t in tensors):
@@ -201,9 +205,11 @@ def _gather_into(ts: list[torch.Tensor], result: torch.Tensor, d: int, *, fresh:
         torch.cat(_cast(ts, result.dtype), d, out=result)  # one kernel instead of n copies
         return
     outer = math.prod(result.shape[:d])
-    if dest.type == "cpu" and outer > 1 and any(t.is_cuda for t in ts):
-        _gather_strided_to_host(ts, result, d)
-        return
+    if dest.type == "cpu" and any(t.is_cuda for t in ts):
+        small = result.numel() * result.element_size() <= _HOST_CAT_MAX_BYTES
+        if outer > 1 or (small and len({t.device for t in ts}) == 1):
+            _gather_strided_to_host(ts, result, d)
+            return
     pairs, offset = [], 0
     for t in ts:
         pairs.append((result.narrow(d, offset, t.shape[d]), t))
