@@ -6,12 +6,13 @@ Usage::
     python benchmarks/dist_overhead.py --nprocs 8 --backend nccl --out benchmarks/results/x.md
 
 Method: ``gpucomm.dist.launch`` starts the ranks.  For every collective and message size (8 B to
-64 MiB, ×8 steps) each iteration times three sides back to back — raw ``torch.distributed``,
-``gpucomm.dist``'s function, and the :class:`gpucomm.ProcessGroupCommunicator` method — in an order
-that rotates every iteration, so drift (other load on the machine, caches, frequency) hits all
-three alike.  Every timed call is preceded by a barrier and followed (on CUDA) by a device
+64 MiB, ×8 steps) each iteration times four sides back to back — raw ``torch.distributed``,
+``gpucomm.dist``'s function, the :class:`gpucomm.ProcessGroupCommunicator` method, and the raw call
+again (an A/A control whose ratio to raw is the run's noise floor) — in an order that rotates
+every iteration, so drift (other load on the machine, caches, frequency) hits all sides alike.  Every timed call is preceded by a barrier and followed (on CUDA) by a device
 synchronise; its time is the slowest rank's.  Warmup iterations are not timed.  The table gives
-median times in microseconds and the ratios ours / raw (1.00 = no overhead).
+median times in microseconds and, per side, the median over iterations of the paired ratio
+ours / raw (1.00 = no overhead).
 
 The target is a ratio <= 1.03 at >= 1 MiB.  At small sizes the ratio measures Python-level
 argument checking against a collective that itself takes tens of microseconds on CPU.
@@ -50,7 +51,7 @@ def _sides(name: str, nbytes: int, n: int, device: torch.device):
     big, small = torch.ones(numel, device=device), torch.ones(numel // n, device=device)
     out_big = torch.empty_like(big)
     comm = ProcessGroupCommunicator()
-    table = {
+    table = {  # raw, gpucomm.dist, Communicator; the raw call again is added as the A/A control
         "all_reduce": (lambda: td.all_reduce(big), lambda: gd.all_reduce(big, "sum"),
                        lambda: comm.all_reduce([big], "sum")),
         "all_gather": (lambda: _raw_all_gather(out_big, small), lambda: gd.all_gather_into_tensor(out_big, small),
@@ -61,7 +62,8 @@ def _sides(name: str, nbytes: int, n: int, device: torch.device):
         "all_to_all": (lambda: td.all_to_all_single(out_big, big), lambda: gd.all_to_all_single(out_big, big),
                        lambda: comm.all_to_all([out_big], [big])),
     }
-    return table[name]
+    raw_side, ours_side, comm_side = table[name]
+    return raw_side, ours_side, comm_side, raw_side
 
 
 def _timed(fn, device: torch.device) -> float:
@@ -80,26 +82,26 @@ def _measure(name: str, nbytes: int, scale: float, warmup: int) -> list[float]:
         for fn in sides:
             fn()
     iters = _iters(nbytes, scale)
-    times = torch.zeros(3, iters, dtype=torch.float64)
+    times = torch.zeros(len(sides), iters, dtype=torch.float64)
     for i in range(iters):
-        for k in range(3):
-            side = (i + k) % 3  # rotate the order: raw first, then ours first, then the Communicator first
+        for k in range(len(sides)):
+            side = (i + k) % len(sides)  # rotate the order so that no side always runs first
             times[side, i] = _timed(sides[side], device)
     slowest = times.to(device)
     td.all_reduce(slowest, td.ReduceOp.MAX)  # a collective's time is its slowest rank's
     slowest = slowest.cpu()
     medians = [statistics.median(row) * 1e6 for row in slowest.tolist()]
     # paired ratios: each iteration's sides ran back to back, so their ratio cancels slow drift
-    paired = [statistics.median((slowest[k] / slowest[0]).tolist()) for k in (1, 2)]
-    return medians + paired
+    paired = [statistics.median((slowest[k] / slowest[0]).tolist()) for k in (1, 2, 3)]
+    return medians[:3] + paired
 
 
 def _sweep(scale: float, warmup: int, sizes: list[int], names: list[str]) -> list[tuple]:
     rows = []
     for name in names:
         for nbytes in sizes:
-            raw, ours, comm, r_ours, r_comm = _measure(name, nbytes, scale, warmup)
-            rows.append((name, nbytes, raw, ours, comm, r_ours, r_comm, _iters(nbytes, scale)))
+            raw, ours, comm, r_ours, r_comm, r_aa = _measure(name, nbytes, scale, warmup)
+            rows.append((name, nbytes, raw, ours, comm, r_ours, r_comm, r_aa, _iters(nbytes, scale)))
     return rows if gd.get_rank() == 0 else []
 
 
@@ -124,20 +126,25 @@ def _table(rows: list[tuple], backend: str, nprocs: int, device: str, seconds: f
         f"- these are {'CPU' if device == 'cpu' else 'GPU'} numbers" + (
             " (gloo over loopback; the machine was shared with other jobs)" if device == "cpu" else ""),
         "",
-        "| collective | size | iters | raw torch (us) | gpucomm.dist (us) | ratio | Communicator (us) | ratio |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "- A/A = the raw call timed again as a fourth side: its ratio to raw is the noise floor of this run",
+        "",
+        "| collective | size | iters | raw torch (us) | gpucomm.dist (us) | ratio | Communicator (us) | ratio "
+        "| A/A ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, nbytes, raw, ours, comm, r_ours, r_comm, iters in rows:
+    for name, nbytes, raw, ours, comm, r_ours, r_comm, r_aa, iters in rows:
         lines.append(f"| {name} | {_size(nbytes)} | {iters} | {raw:.1f} | {ours:.1f} | {r_ours:.3f} | "
-                     f"{comm:.1f} | {r_comm:.3f} |")
+                     f"{comm:.1f} | {r_comm:.3f} | {r_aa:.3f} |")
     big = [r for r in rows if r[1] >= 2**20]
     if big:
         worst_d = max(r[5] for r in big)
         worst_c = max(r[6] for r in big)
         med_d = statistics.median(r[5] for r in big)
         med_c = statistics.median(r[6] for r in big)
+        aa = [r[7] for r in big]
         lines += ["", f"At >= 1 MiB: gpucomm.dist median ratio {med_d:.3f} (worst {worst_d:.3f}); "
-                      f"Communicator median {med_c:.3f} (worst {worst_c:.3f}); target <= 1.03."]
+                      f"Communicator median {med_c:.3f} (worst {worst_c:.3f}); target <= 1.03.  "
+                      f"A/A control: median {statistics.median(aa):.3f}, range {min(aa):.3f}-{max(aa):.3f}."]
     return "\n".join(lines) + "\n"
 
 

@@ -17,6 +17,7 @@ import torch
 
 import gpucomm.dist as gd
 from gpucomm.dist import LaunchError, launch
+from gpucomm.testing import requires_gpus
 
 TIMEOUT = 20.0  # generous for a loaded 2-core machine; the failures below are detected long before
 
@@ -71,7 +72,7 @@ def _no_children_left() -> None:
 def _fail(fn, *, timeout: float = TIMEOUT, **kwargs) -> tuple[LaunchError, float]:
     start = time.monotonic()
     with pytest.raises(LaunchError) as info:
-        launch(fn, 2, timeout=timeout, **kwargs)
+        launch(fn, 2, timeout=timeout, backend="gloo", **kwargs)  # the launcher is under test, not NCCL
     elapsed = time.monotonic() - start
     _no_children_left()
     return info.value, elapsed
@@ -153,3 +154,25 @@ def test_launch_refuses_to_nest_inside_a_multi_process_job(monkeypatch):
 def test_launch_nccl_without_gpus_says_so():
     with pytest.raises(ValueError, match="'nccl' needs"):
         launch(_collective, 2, backend="nccl")
+
+
+@requires_gpus(2)
+def test_a_raising_rank_is_named_under_nccl_too():
+    start = time.monotonic()
+    with pytest.raises(LaunchError) as info:
+        launch(_raises, 2, backend="nccl", timeout=60)
+    assert (info.value.rank, info.value.kind) == (1, "exception")
+    assert time.monotonic() - start < 60
+    _no_children_left()
+
+
+@requires_gpus(1)
+def test_nccl_launch_sets_each_rank_on_its_own_gpu():
+    assert launch(_device_of_rank, 1, backend="nccl", timeout=120) == ["cuda:0"]
+
+
+def _device_of_rank() -> str:
+    t = torch.ones(4, device=gd.device())
+    gd.all_reduce(t)
+    assert torch.cuda.current_device() == gd.get_rank()
+    return str(t.device)

@@ -32,7 +32,8 @@ def _agent(node_rank: int, port: int, out: str) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
            "--node-rank", str(node_rank), "--master-addr", "127.0.0.1", "--master-port", str(port),
            "--max-restarts", "0", "--monitor-interval", "0.2",
-           "-m", "gpucomm.dist._smoke", "--out", out, "--numel", "300"]
+           "-m", "gpucomm.dist._smoke", "--out", out, "--numel", "300",
+           "--backend", "gloo"]  # gloo even on GPU machines: two "nodes" of 2 ranks may share one GPU
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
 

@@ -40,12 +40,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpucomm.dist._smoke", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None, help="directory for rank<R>.json (default: print only)")
     parser.add_argument("--numel", type=int, default=1024, help="elements per rank (default 1024)")
+    parser.add_argument("--backend", default=None, help="nccl or gloo (default: nccl where CUDA is available)")
     args = parser.parse_args(argv)
 
     from gpucomm import ProcessGroupCommunicator
     from gpucomm.dist import init
 
-    with init(timeout=120) as pg:
+    with init(args.backend, timeout=120) as pg:
         comm = ProcessGroupCommunicator()
         t = [torch.full((args.numel,), float(pg.rank + 1), device=pg.device)]
         comm.all_reduce(t)

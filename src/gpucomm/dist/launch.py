@@ -13,12 +13,13 @@ Semantics:
   variables (``NCCL_NVLS_ENABLE`` …) are inherited as they are, never set.
 * **Failures end the launch, all of it.**  When a rank raises, exits without returning (``os._exit``,
   a signal) or does not finish within ``timeout`` seconds (counted from the moment every rank has
-  its process group; start-up gets another ``timeout``), every other rank is terminated, then
+  its process group; start-up gets ``max(timeout, 60 s)`` of its own), every other rank is terminated, then
   killed, and :class:`LaunchError` names the failed rank, how it failed and its traceback (for a
   hang: the stack it was stuck in, dumped through ``faulthandler``).  Errors that other ranks
   raised *because* a peer died (connection closed, a collective that failed) are listed, but the
-  rank that failed first is the one named.  The process-group timeout is ``timeout`` plus a margin,
-  so a blocked collective fails too, just after the launcher has named the rank that caused it.
+  rank that failed first is the one named.  The process-group timeout is ``max(timeout, 60 s)``
+  plus a margin, so a blocked collective fails too, after the launcher has named the rank that
+  caused it (and so that a slow start-up does not trip the rendezvous).
 * Workers die with the launching process (Linux ``PR_SET_PDEATHSIG``), so none survives it.
 
 ``fn`` must be importable by the workers: a module-level function.  Functions defined in a file
@@ -54,6 +55,7 @@ __all__ = ["LaunchError", "RankFailure", "launch"]
 _KILL_GRACE_S = 3.0  # SIGTERM, then this long, then SIGKILL
 _COLLECT_S = 1.0  # after the first failure, how long to collect the others' before stopping them
 _PG_TIMEOUT_MARGIN_S = 5.0
+_STARTUP_MIN_S = 60.0  # importing torch in N fresh processes on a loaded machine can take a while
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -260,8 +262,9 @@ def launch(fn: Callable, nprocs: int, *args: Any, backend: str | None = None,
         nprocs: the number of workers (= world size), >= 1.
         *args: passed to ``fn`` in every worker (must pickle).
         backend: ``"nccl"``, ``"gloo"``, or None: nccl when there is a GPU for every worker, else gloo.
-        timeout: seconds each phase may take (start-up, then the run) before the hung ranks are
-            stopped; the process-group timeout is derived from it.
+        timeout: seconds ``fn`` may run, counted once every rank has its process group, before the
+            ranks still running are stopped (start-up gets ``max(timeout, 60)`` seconds); the
+            process-group timeout is derived from it.
         debug_check: True/False sets ``GPUCOMM_DEBUG_CHECK`` in the workers; None inherits it.
 
     Returns:
@@ -280,7 +283,8 @@ def launch(fn: Callable, nprocs: int, *args: Any, backend: str | None = None,
     _check_not_nested()
     name = _choose_backend(backend, nprocs)
     tmpdir = tempfile.mkdtemp(prefix="gpucomm-launch-")  # mkdtemp makes it 0700
-    spec = _WorkerSpec(nprocs=nprocs, backend=name, pg_timeout_s=seconds + _PG_TIMEOUT_MARGIN_S,
+    spec = _WorkerSpec(nprocs=nprocs, backend=name,
+                       pg_timeout_s=max(seconds, _STARTUP_MIN_S) + _PG_TIMEOUT_MARGIN_S,
                        tmpdir=tmpdir, debug_check=debug_check)
     tracker_was_running = _resource_tracker_running()
     try:
@@ -345,7 +349,7 @@ class _Run:
 
     def _watch(self) -> None:
         n = self.spec.nprocs
-        deadline = time.monotonic() + self.timeout_s  # start-up; restarted once every rank is ready
+        deadline = time.monotonic() + max(self.timeout_s, _STARTUP_MIN_S)  # start-up; then the run's
         clock_started, stop_at = False, None
         while len(self.results) < n:
             now = time.monotonic()
@@ -417,12 +421,14 @@ class _Run:
 
     def _timed_out(self) -> None:
         pending = [r for r in range(self.spec.nprocs) if r not in self.results and r not in self.failures]
+        now = time.time()
         stacks = _dump_stacks({r: self.procs[r] for r in pending}, self.spec.tmpdir)
         phase = "the run" if len(self.ready) == self.spec.nprocs else "start-up (process-group init)"
         for r in pending:
-            waiting = _waiting_in_collective(stacks.get(r, ""))
-            self.failures[r] = RankFailure(
-                rank=r, kind="timeout", traceback=stacks.get(r, ""), secondary=waiting, at=time.time(),
+            stack = stacks.get(r, "")
+            waiting = _waiting_in_collective(stack)
+            self.failures[r] = RankFailure(  # a rank stuck in a collective, or with no stack, is not the culprit
+                rank=r, kind="timeout", traceback=stack, secondary=waiting or not stack, at=now,
                 summary=f"did not finish {phase} within timeout={self.timeout_s:g} s"
                         + (" (blocked in a collective)" if waiting else ""))
 
@@ -458,15 +464,22 @@ def _dump_stacks(procs: dict, tmpdir: str) -> dict[int, str]:
                 os.kill(p.pid, signal.SIGUSR1)
             except ProcessLookupError:
                 pass
-    time.sleep(0.5)  # faulthandler writes from the signal handler; give it a moment
-    out = {}
-    for r in procs:
-        try:
-            with open(os.path.join(tmpdir, f"stack-{r}.txt")) as f:
-                out[r] = f.read()
-        except OSError:
-            out[r] = ""
+    out: dict[int, str] = {}
+    end = time.monotonic() + 2.0  # faulthandler writes from the signal handler; give it a moment
+    while time.monotonic() < end:
+        time.sleep(0.1)
+        out = {r: _read(os.path.join(tmpdir, f"stack-{r}.txt")) for r in procs}
+        if all(out.values()):
+            break
     return out
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 def _waiting_in_collective(stack: str) -> bool:
