@@ -12,7 +12,7 @@ from gpucomm.train.config import TrainConfig
 from gpucomm.train.launching import state_from_bytes
 from gpucomm.train.loop import RunResult, run_strategy
 from gpucomm.train.models import load_workload
-from gpucomm.train.strategies import ReplicatedStrategy, SingleStrategy
+from gpucomm.train.strategies import DDPStrategy, ReplicatedStrategy, SingleStrategy, names, register
 
 HERE = Path(__file__).parent
 FACTORY = "gpucomm_train_factory_example:factory"
@@ -37,7 +37,15 @@ def _ranks(configs, launched):
 
     runs = [rank_worker("ddp", c) for c in configs]
     cmp = run_launched(launched)
-    return runs, (None if cmp is None else cmp.records)
+    register(_NewPerProcess)  # registered in the ranks only: the parent's registry stays as shipped
+    new = rank_worker(_NewPerProcess.name, launched)
+    return runs, (None if cmp is None else cmp.records), new
+
+
+class _NewPerProcess(DDPStrategy):
+    """A strategy added later (as FSDP would be): a new name, launched by the unchanged machinery."""
+
+    name = "ddp-added-later"
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +56,9 @@ def runs():
         configs = [_cfg(m) for m in MODELS]
         per_rank = launch(_ranks, 2, configs, _cfg("mlp"), backend="gloo")
         ddp = per_rank[0][0]
-        for r in ddp:
+        for r in (*ddp, per_rank[0][2]):
             r.state = state_from_bytes(r.state)
-        out = {"launched": [records for _, records in per_rank]}
+        out = {"launched": [records for _, records, _ in per_rank], "added": per_rank[0][2]}
         for cfg, d in zip(configs, ddp, strict=True):
             out[cfg.model] = {"single": _local(SingleStrategy, cfg), "ddp": d,
                               "replicated": _local(ReplicatedStrategy, cfg)}
@@ -78,6 +86,13 @@ def test_under_a_launcher_only_rank0_reports_ddp(runs):
     assert row.strategy == "ddp" and row.world_size == 2 and row.status == "ok"
     assert row.equal_to_single is None and row.scaling_efficiency is None and len(row.losses) == 4
     assert row.losses == pytest.approx(runs["mlp"]["ddp"].losses, rel=0, abs=0)  # same run, same numbers
+
+
+def test_a_strategy_registered_later_runs_through_the_same_launcher(runs):
+    added = runs["added"]
+    assert added.strategy == "ddp-added-later" and added.world_size == 2
+    assert compare_runs(added, runs["mlp"]["single"], 1e-5).equal
+    assert "ddp-added-later" not in names()
 
 
 def test_ddp_result_describes_its_ranks(runs):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from gpucomm.devices import default_devices, parse_devices
+from gpucomm.devices import cuda_available, default_devices, parse_devices
 
 __all__ = ["OPTIMIZERS", "PRECISIONS", "TOLERANCES", "ConfigError", "TrainConfig", "default_out_dir"]
 
@@ -98,7 +98,7 @@ class TrainConfig:
         self._check_strategies()
         self._check_counts()
         if not self.devices:
-            self.devices = default_devices(None if torch.cuda.is_available() else 2)
+            self.devices = default_devices(None if cuda_available() else 2)
         self.devices = parse_devices(self.devices, arg="--devices")
         types = {d.type for d in self.devices}
         if len(types) > 1:

@@ -24,7 +24,8 @@ from gpucomm.train.strategies.dp import DataParallelStrategy
 from gpucomm.train.strategies.replicated import ReplicatedStrategy
 from gpucomm.train.strategies.single import SingleStrategy
 
-__all__ = ["STRATEGIES", "StepResult", "Strategy", "get", "names", "register"]
+__all__ = ["STRATEGIES", "DDPStrategy", "DataParallelStrategy", "ReplicatedStrategy", "SingleStrategy", "StepResult",
+           "Strategy", "get", "names", "register"]
 
 STRATEGIES: dict[str, type[Strategy]] = {}
 
