@@ -1,0 +1,42 @@
+"""gpucomm.comm._reduce: the stack and chain reductions, in place and out of place."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import gpucomm.comm as c
+from gpucomm.collectives import ReduceOp
+from gpucomm.comm import _reduce
+
+
+@pytest.mark.parametrize("op", list(ReduceOp))
+def test_stack_and_chain_reductions_agree(monkeypatch, op):
+    ts = [torch.arange(1.0, 7.0).reshape(2, 3) * (i + 1) for i in range(4)]
+    stacked = _reduce.combine(ts, op)
+    monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", 0)
+    chained = _reduce.combine(ts, op)
+    fresh = _reduce.combine([t.clone() for t in ts], op, out=torch.empty(2, 3))
+    assert torch.allclose(stacked, chained) and torch.allclose(stacked, fresh)
+    assert all(torch.equal(t, torch.arange(1.0, 7.0).reshape(2, 3) * (i + 1)) for i, t in enumerate(ts))
+
+
+def test_chain_reduces_in_place_into_an_input(monkeypatch):
+    monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", 0)
+    ts = [torch.full((4,), float(i)) for i in range(4)]
+    r = _reduce.combine(ts, ReduceOp.SUM, out=ts[2])
+    assert r is ts[2] and r.tolist() == [6.0] * 4
+
+
+def test_integer_sums_keep_their_dtype():
+    ts = [torch.full((3,), 100, dtype=torch.int32)] * 3
+    assert _reduce.combine(ts, ReduceOp.SUM).dtype == torch.int32
+    assert c.all_reduce(ts)[0].tolist() == [300, 300, 300]
+
+
+def test_complex_tensors_keep_their_dtype():
+    z = torch.tensor([1 + 2j, 3 - 1j])
+    assert c.gather([z, z]).dtype == torch.complex64
+    assert c.all_reduce([z, z], "avg")[0].tolist() == z.tolist()
+    with pytest.raises(ValueError, match="undefined for complex"):
+        c.all_reduce([z, z], "max")
