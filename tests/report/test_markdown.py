@@ -105,3 +105,15 @@ def test_pipes_in_record_text_do_not_break_tables(tmp_path):
     lines = [line for line in block.splitlines() if line.startswith("|")]
     unescaped = [len(re.findall(r"(?<!\\)\|", line)) for line in lines]
     assert len(set(unescaped)) == 1 and "path a\\|b" in block
+
+
+def test_topology_link_matrix_is_shown(tmp_path):
+    e = env()
+    e.topology = {"source": "nvml", "gpus": [{"index": 0, "name": "NVIDIA H200", "pci_bus_id": "0000:18:00.0",
+                                              "cpu_affinity": "0-47", "numa_node": 0}],
+                  "links": [["X", "NV18"], ["NV18", "X"]], "numa_nodes": {"0": "0-47"},
+                  "notes": ["nvidia-smi: not needed"]}
+    md = build(write(tmp_path / "t", e, []))["markdown"].read_text()
+    runs = _section(md, "Runs")
+    assert "| GPU0 | X | NV18 |" in runs and "| GPU1 | NV18 | X |" in runs
+    assert "bus 0000:18:00.0, CPUs 0-47, NUMA node 0" in runs and "nvidia-smi: not needed" in runs

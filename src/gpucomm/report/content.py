@@ -99,8 +99,35 @@ def _env_blocks(env: EnvRecord) -> list:
     blocks.append(KeyValues([(k, val) for k, val in settings]) if settings else Paragraph("none set", tone="note"))
     if env.extra:
         blocks += [Paragraph("Run parameters:"), KeyValues([(k, _json(val)) for k, val in sorted(env.extra.items())])]
-    if env.topology and "error" in env.topology:
-        blocks.append(Paragraph(f"Topology could not be read: {env.topology['error']}", tone="note"))
+    return blocks + _topology_blocks(env.topology)
+
+
+def _topology_blocks(topo: dict[str, Any]) -> list:
+    """``gpucomm topo --json`` as read from the env block: devices, NUMA, the link matrix, notes.
+
+    Read defensively (``.get`` with defaults): the topology is informative and its layout may grow.
+    """
+    if not topo:
+        return []
+    if "error" in topo:
+        return [Paragraph(f"Topology could not be read: {topo['error']}", tone="note")]
+    pairs = [("source", str(topo.get("source", MISSING)))]
+    for g in topo.get("gpus") or []:
+        if isinstance(g, dict):
+            pairs.append((f"GPU {g.get('index', '?')}", f"{g.get('name', '?')}, bus {g.get('pci_bus_id') or MISSING}, "
+                          f"CPUs {g.get('cpu_affinity') or MISSING}, NUMA node {fmt_int(g.get('numa_node'))}"))
+    numa = topo.get("numa_nodes") or {}
+    if isinstance(numa, dict) and numa:
+        pairs.append(("NUMA nodes", "; ".join(f"{k}: CPUs {v}" for k, v in numa.items())))
+    blocks: list = [Paragraph("Topology:"), KeyValues(pairs)]
+    links = topo.get("links") or []
+    if links and all(isinstance(row, list) and len(row) == len(links) for row in links):
+        cols = [("", "", False)] + [(f"GPU{i}", "", False) for i in range(len(links))]
+        rows = [[f"GPU{i}", *map(str, row)] for i, row in enumerate(links)]
+        blocks.append(_table(cols, rows, [""] * len(rows),
+                             caption="Links: NV<k> = k NVLinks; PIX, PXB, PHB, NODE, SYS = the PCIe path "
+                                     "(one switch … across NUMA nodes), as nvidia-smi topo -m names them."))
+    blocks += [Paragraph(str(note), tone="note") for note in topo.get("notes") or []]
     return blocks
 
 
