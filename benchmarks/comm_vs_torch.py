@@ -84,6 +84,8 @@ def sizes(lo: int, hi: int, factor: int) -> list[int]:
     while s <= hi:
         out.append(s)
         s *= factor
+    if out and out[-1] != hi:
+        out.append(hi)  # the largest size asked for is always measured
     return out
 
 

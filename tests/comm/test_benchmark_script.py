@@ -21,7 +21,8 @@ _spec.loader.exec_module(bench)
 def test_sizes_and_units():
     assert bench.parse_size("64M") == 64 << 20 and bench.parse_size("1GiB") == 1 << 30
     assert bench.parse_size("4096") == 4096
-    assert bench.sizes(8, 1 << 10, 4) == [8, 32, 128, 512]
+    assert bench.sizes(8, 1 << 10, 4) == [8, 32, 128, 512, 1024]
+    assert bench.sizes(8, 512, 4) == [8, 32, 128, 512]
     assert bench.human(3 << 20) == "3 MiB" and bench.human(8) == "8 B"
     assert bench.p99([float(i) for i in range(101)]) == 99.0
 
