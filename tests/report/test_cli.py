@@ -1,13 +1,17 @@
 from __future__ import annotations
 
+from report_records import advice_rows, env, write
+
 from gpucomm.cli import main
 
 
-def test_report_prints_paths_and_exits_0(gpu_dir, tmp_path, capsys):
-    assert main(["report", str(gpu_dir), "--out", str(tmp_path)]) == 0
+def test_report_prints_paths_and_exits_0(tmp_path, capsys):
+    run = write(tmp_path / "run", env(), advice_rows())  # no plots: the CLI is under test, not drawing
+    out = tmp_path / "out"
+    assert main(["report", str(run), "--out", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:2] == [str(tmp_path / "report.md"), str(tmp_path / "report.html")]
-    assert all((tmp_path / line).exists() for line in lines)
+    assert lines == [str(out / "report.md"), str(out / "report.html")]
+    assert "zero1: reason text" in (out / "report.md").read_text()
 
 
 def test_bad_dir_is_one_line_and_exit_2(tmp_path, capsys):
