@@ -67,6 +67,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="auto: bf16 autocast on CUDA, fp32 on CPU")
     p.add_argument("--bucket-cap-mb", type=float, default=25.0, help="gradient bucket MiB (default 25)")
     p.add_argument("--first-bucket-mb", type=float, default=1.0, help="replicated's first bucket MiB (default 1)")
+    p.add_argument("--no-replicated-threads", action="store_true",
+                   help="replicated: run replicas one after another instead of one thread each")
     p.add_argument("--assert-equal", action="store_true", help="exit 1 unless every strategy matches single")
     p.add_argument("--tolerance", type=float, default=None, help="relative tolerance for --assert-equal")
     p.add_argument("--out", type=Path, default=None, help="result directory")
@@ -82,6 +84,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         steps=args.steps, warmup_steps=args.warmup_steps, global_batch=args.global_batch, seq_len=args.seq_len,
         devices=devices, nproc=args.nproc, seed=args.seed, lr=args.lr, optimizer=args.optimizer, precision=args.precision,
         bucket_cap_mb=args.bucket_cap_mb, first_bucket_mb=args.first_bucket_mb, assert_equal=args.assert_equal,
+        replicated_threads=not args.no_replicated_threads,
         tolerance=args.tolerance, out=args.out or default_out_dir(),
     )
 
@@ -145,7 +148,7 @@ def _extra(config: TrainConfig) -> dict:
             "warmup_steps": config.warmup_steps, "global_batch": config.global_batch, "seq_len": config.seq_len,
             "devices": [str(d) for d in config.devices], "nproc": config.nproc, "seed": config.seed,
             "lr": config.lr, "optimizer": config.optimizer, "precision": config.precision, "bucket_cap_mb": config.bucket_cap_mb,
-            "first_bucket_mb": config.first_bucket_mb}
+            "first_bucket_mb": config.first_bucket_mb, "replicated_threads": config.replicated_threads}
 
 
 def _header(console, config: TrainConfig) -> None:

@@ -154,6 +154,8 @@ def _notes(run: RunResult, config: TrainConfig) -> list[str]:
     if run.strategy == "replicated" and run.comm_ms:
         notes.append("comm = all-reduce GPU time on the first device's comm stream (overlapped or not)"
                      if config.device_type == "cuda" else "comm = host time inside all-reduce calls")
+    if run.strategy == "replicated" and not config.replicated_threads:
+        notes.append("replicas run one after another (no threads)")
     notes.extend(run.problems)
     return notes
 

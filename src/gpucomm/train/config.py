@@ -87,6 +87,9 @@ class TrainConfig:
     """Gradient bucket size for replicated and ddp, MiB (DDP's default)."""
     first_bucket_mb: float = 1.0
     """Size of the first (last-produced) gradient bucket for replicated, MiB (DDP's 1 MiB)."""
+    replicated_threads: bool = True
+    """replicated: run each replica's forward/backward in its own Python thread (False: one after
+    another in the calling thread; CUDA work is asynchronous either way)."""
     assert_equal: bool = False
     """Fail (exit 1) unless every strategy matches single within ``tolerance``."""
     tolerance: float | None = None

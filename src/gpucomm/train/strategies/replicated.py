@@ -71,8 +71,9 @@ class ReplicatedStrategy(Strategy):
 
     name = "replicated"
 
-    def __init__(self, config, devices, *, threads: bool = True) -> None:
+    def __init__(self, config, devices, *, threads: bool | None = None) -> None:
         super().__init__(config, devices)
+        threads = config.replicated_threads if threads is None else threads
         self.use_threads = threads and len(self.devices) > 1
         self._pool: ThreadPoolExecutor | None = None
         self._hooks: list[Any] = []
