@@ -46,11 +46,12 @@ def _sum(ts):
 
 
 def _all_reduce_case(op: str, fn: Callable[[torch.Tensor], torch.Tensor]) -> Case:
+    # multiples of n, so that avg is exact however it is computed (NCCL scales each term by 1/n)
     def inputs(D):
-        return [on(ar(2, 3, start=i + 1), d) for i, d in enumerate(D)]
+        return [on(ar(2, 3, start=i + 1) * len(D), d) for i, d in enumerate(D)]
 
     def expect(D):
-        want = fn(torch.stack([ar(2, 3, start=i + 1) for i in range(len(D))]))
+        want = fn(torch.stack([ar(2, 3, start=i + 1) * len(D) for i in range(len(D))]))
         return [on(want, d) for d in D]
 
     return Case(f"all_reduce_{op}", lambda m, D: m.all_reduce(inputs(D), op), expect, torch_too=False)

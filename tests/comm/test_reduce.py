@@ -40,3 +40,11 @@ def test_complex_tensors_keep_their_dtype():
     assert c.all_reduce([z, z], "avg")[0].tolist() == z.tolist()
     with pytest.raises(ValueError, match="undefined for complex"):
         c.all_reduce([z, z], "max")
+
+
+@pytest.mark.parametrize("stack_max", [None, 0])
+def test_half_precision_avg_does_not_overflow(monkeypatch, stack_max):
+    if stack_max is not None:
+        monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", stack_max)
+    ts = [torch.full((4,), 1000.0, dtype=torch.float16) for _ in range(70)]  # the sum, 70000, is not a float16
+    assert _reduce.combine(ts, ReduceOp.AVG).tolist() == [1000.0] * 4
