@@ -228,3 +228,15 @@ def test_global_batch_must_divide_for_ddp_processes():
 
     with pytest.raises(ConfigError, match="strategy 'ddp'"):
         run_comparison(_cfg("mlp", strategies=("ddp",), nproc=3))
+
+
+def test_a_diverged_run_is_failed_and_still_recordable(tmp_path):
+    from gpucomm.records import RecordWriter, collect_env, load
+
+    cmp = run_comparison(_cfg("mlp", strategies=("replicated",), optimizer="sgd", lr=1e6, steps=5))
+    rep = cmp.records[-1]
+    assert rep.status == "failed" and "not finite" in rep.note and rep.equal_to_single is False
+    with RecordWriter(tmp_path, collect_env("cpu")) as w:  # JSON without NaN: the rows still write
+        for r in cmp.records:
+            w.write(r)
+    assert len(load(tmp_path).train) == 2

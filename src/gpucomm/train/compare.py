@@ -144,7 +144,11 @@ def _stats(run: RunResult, config: TrainConfig) -> dict:
             "comm_ms_median": statistics.median(comm) if comm else None}
 
 
-def _notes(run: RunResult, config: TrainConfig) -> list[str]:
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _notes(run: RunResult, config: TrainConfig, problems: list[str]) -> list[str]:
     notes = []
     if len(set(run.devices)) < len(run.devices) and run.devices[0].startswith("cuda"):
         notes.append(f"devices repeat ({', '.join(run.devices)}): exercises the code paths; "
@@ -156,7 +160,7 @@ def _notes(run: RunResult, config: TrainConfig) -> list[str]:
                      if config.device_type == "cuda" else "comm = host time inside all-reduce calls")
     if run.strategy == "replicated" and not config.replicated_threads:
         notes.append("replicas run one after another (no threads)")
-    notes.extend(run.problems)
+    notes.extend(problems)
     return notes
 
 
@@ -164,6 +168,9 @@ def _record(run: RunResult, config: TrainConfig, workload: Workload, single: Tra
             equality: Equality | None) -> TrainRecord:
     stats = _stats(run, config)
     n = len(run.devices)
+    # JSON has no NaN/inf: a diverged loss ends the recorded history and fails the row.
+    bad = next((i for i, v in enumerate(run.losses) if not math.isfinite(v)), None)
+    problems = [*run.problems, *([f"loss is not finite from step {bad} on"] if bad is not None else [])]
     eff = 1.0 if run.strategy == "single" else None
     if single is not None and single.samples_per_s:
         eff = stats["samples_per_s"] / (n * single.samples_per_s)
@@ -171,14 +178,15 @@ def _record(run: RunResult, config: TrainConfig, workload: Workload, single: Tra
         strategy=run.strategy, model=workload.name, n_devices=n, world_size=run.world_size,
         device_type=config.device_type, precision=run.precision, global_batch=config.global_batch,
         seq_len=workload.seq_len, steps=config.steps, warmup_steps=config.warmup_steps,
-        status="failed" if run.problems else "ok", params=run.params,
+        status="failed" if problems else "ok", params=run.params,
         tokens_per_s=stats["samples_per_s"] * workload.seq_len if workload.seq_len else None,
-        step_ms=run.step_ms, peak_mem_bytes=run.peak_mem_bytes, scaling_efficiency=eff, losses=run.losses,
+        step_ms=run.step_ms, peak_mem_bytes=run.peak_mem_bytes, scaling_efficiency=eff,
+        losses=run.losses if bad is None else run.losses[:bad],
         equal_to_single=None if equality is None else equality.equal,
-        max_loss_rel_diff=None if equality is None else equality.max_loss_rel_diff,
-        max_param_rel_diff=None if equality is None else equality.max_param_rel_diff,
+        max_loss_rel_diff=None if equality is None else _finite(equality.max_loss_rel_diff),
+        max_param_rel_diff=None if equality is None else _finite(equality.max_param_rel_diff),
         tolerance=None if equality is None else equality.tolerance,
-        note="; ".join(_notes(run, config)), devices=list(run.devices), **stats,
+        note="; ".join(_notes(run, config, problems)), devices=list(run.devices), **stats,
     )
 
 
