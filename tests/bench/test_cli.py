@@ -51,6 +51,8 @@ def _rows(out: Path) -> list[dict]:
     (["-c", "-1"], "--check"),
     (["-r", "9"], "--root"),
     (["--devices", "cuda:zero"], "--devices"),
+    (["--backends", "gpucomm.comm", "--ops", "all_gather", "-b", "8", "-e", "8", "--devices", "cpu,cpu,cpu"],
+     "nothing to measure"),
     pytest.param(["--backends", "torch.cuda.comm"], "CUDA", marks=pytest.mark.skipif(not NO_GPU, reason="CPU only")),
     pytest.param(["--cuda-graph"], "--cuda-graph", marks=pytest.mark.skipif(not NO_GPU, reason="CPU only")),
 ])

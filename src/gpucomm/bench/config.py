@@ -57,7 +57,7 @@ def defaults_for(device_type: str) -> Defaults:
                     nproc=max(2, min(4, os.cpu_count() or 2)))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)  # no slots: frozen+slots dataclasses do not unpickle on some 3.10s
 class BenchConfig:
     """Everything a run needs; checked on construction, picklable (it travels to the workers)."""
 
@@ -94,9 +94,8 @@ class BenchConfig:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("iters",):
-            if getattr(self, name) < 1:
-                raise ValueError(f"--iters: expected at least 1 timed iteration, but got {self.iters}")
+        if self.iters < 1:
+            raise ValueError(f"--iters: expected at least 1 timed iteration, but got {self.iters}")
         if self.warmup < 0:
             raise ValueError(f"--warmup-iters: expected a non-negative count, but got {self.warmup}")
         if self.check < 0:

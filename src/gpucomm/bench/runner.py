@@ -16,10 +16,10 @@ from collections.abc import Callable, Sequence
 import torch
 
 from gpucomm import collectives
+from gpucomm.bench import check as _checks
 from gpucomm.bench import metrics, timing
 from gpucomm.bench.backends import Backend
 from gpucomm.bench.buffers import BufferSet, Case, allocate, fill, plan_case, set_nbytes
-from gpucomm.bench import check as _checks
 from gpucomm.bench.check import count_wrong, expected
 from gpucomm.bench.config import BenchConfig
 from gpucomm.records import BenchRecord

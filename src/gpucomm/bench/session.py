@@ -11,6 +11,7 @@ still built.
 from __future__ import annotations
 
 import collections
+import sys
 import traceback
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from gpucomm.records import BenchRecord, RecordWriter, collect_env
 __all__ = ["Session", "min_busbw_failures"]
 
 _INTERRUPTED = 130
+_USAGE = 2
 _STREAM_FILE = ".process-group-rows.jsonl"
 
 
@@ -101,16 +103,34 @@ class Session:
         for line in lines:
             self.console.print(line, highlight=False)
 
+    def _plan(self) -> tuple[list[str], list[Point], list[Point], list[str]]:
+        """(one-process backend names, their points, process-group points, unsupported lines)."""
+        cfg = self.cfg
+        local_names = [] if self.torchrun else [b for b in cfg.backends if b in _backends.LOCAL_FACTORIES]
+        group_names = [b for b in cfg.backends if b in _backends.PROCESS_GROUP_FACTORIES]
+        local_classes = [_backends.LOCAL_FACTORIES[b] for b in local_names]
+        group_classes = [_backends.PROCESS_GROUP_FACTORIES[b] for b in group_names]
+        return (local_names, plan(cfg, local_classes, len(cfg.devices)), plan(cfg, group_classes, cfg.nproc),
+                unsupported_reasons(cfg, local_classes + group_classes))
+
     def run(self) -> int:
         cfg = self.cfg
         rank0 = self.out is not None
+        local_names, local_points, group_points, unsupported = self._plan()
+        if not local_points and not group_points:
+            print("gpucomm bench: error: nothing to measure: " + ("; ".join(unsupported) or
+                  "every size is too small for the selected ops") + "; widen --ops, --backends or the sizes",
+                  file=sys.stderr)
+            return _USAGE
         status = 0
         try:
             if rank0:
                 env = collect_env(cfg.device_type, extra=cfg.params())
                 self.writer = RecordWriter(self.out, env)
                 self._preamble()
-            status = self._measure(rank0)
+                for line in unsupported:
+                    self._problem(f"not measured: {line}", failure=False)
+            self._measure(rank0, local_names, local_points, group_points)
         except KeyboardInterrupt:
             self.console.print(f"[yellow]interrupted: {len(self.records)} finished rows kept[/yellow]")
             status = _INTERRUPTED
@@ -122,17 +142,8 @@ class Session:
         report_ok = self._report()
         return status or self._verdict(report_ok)
 
-    def _measure(self, rank0: bool) -> int:
-        cfg = self.cfg
-        local_names = [] if self.torchrun else [b for b in cfg.backends if b in _backends.LOCAL_FACTORIES]
-        group_names = [b for b in cfg.backends if b in _backends.PROCESS_GROUP_FACTORIES]
-        local_classes = [_backends.LOCAL_FACTORIES[b] for b in local_names]
-        group_classes = [_backends.PROCESS_GROUP_FACTORIES[b] for b in group_names]
-        local_points = plan(cfg, local_classes, len(cfg.devices))
-        group_points = plan(cfg, group_classes, cfg.nproc)
-        if rank0:
-            for line in unsupported_reasons(cfg, local_classes + group_classes):
-                self._problem(f"not measured: {line}", failure=False)
+    def _measure(self, rank0: bool, local_names: list[str], local_points: list[Point],
+                 group_points: list[Point]) -> None:
         view = LiveView(self.console, self._title(), len(local_points) + len(group_points)) if rank0 else None
         self.view = view
         try:
@@ -146,7 +157,6 @@ class Session:
             if view is not None:
                 view.__exit__(None, None, None)
             self.view = None
-        return 0
 
     def _local_phase(self, names: list[str], points: list[Point]) -> None:
         built = {}
