@@ -140,10 +140,7 @@ class LocalCommunicator(Communicator):
         outs, ins = _check_held(self, outputs, "outputs"), _check_held(self, inputs, "inputs")
         for i, (o, t) in enumerate(zip(outs, ins, strict=True)):
             _check_shape(f"outputs[{i}]", o, tuple(t.shape), f"inputs[{i}]'s shape")
-        written = {o.data_ptr() for o in outs}
-        srcs = [t.clone() if t.data_ptr() in written else t for t in ins]  # in-place rings stay correct
-        for i, o in enumerate(outs):
-            o.copy_(srcs[(i - 1) % self.n], non_blocking=True)
+        _comm().send_recv(ins, out=outs)
 
     # ----- synchronisation ----------------------------------------------------------------------------
     def barrier(self) -> None:

@@ -30,6 +30,15 @@ from gpucomm.devices import DeviceLike, parse_device
 
 __all__ = ["ProcessGroupCommunicator"]
 
+_ALL_GATHER, _REDUCE_SCATTER = _spec.get("all_gather"), _spec.get("reduce_scatter")
+_SCATTER, _GATHER = _spec.get("scatter"), _spec.get("gather")
+
+
+def _concatenated(whole: torch.Tensor, part: torch.Tensor, n: int) -> bool:
+    """The cheap test behind the spec's shape rule: ``whole`` is n ``part``s along dim 0."""
+    ws, ps = whole.shape, part.shape
+    return len(ws) == len(ps) > 0 and ws[0] == n * ps[0] and ws[1:] == ps[1:]
+
 
 class ProcessGroupCommunicator(Communicator):
     """The Communicator on a process group: this rank holds one participant, its own device.
@@ -101,14 +110,16 @@ class ProcessGroupCommunicator(Communicator):
 
     def all_gather(self, outputs: Tensors, inputs: Tensors) -> None:
         out, inp = self._one(outputs, "outputs"), self._one(inputs, "inputs")
-        _check_shape("outputs[0]", out, _spec.get("all_gather").output_shape(inp.shape, self.n),
-                     f"n={self.n} inputs of shape {list(inp.shape)} concatenated along dim 0")
+        if not _concatenated(out, inp, self.n):
+            _check_shape("outputs[0]", out, _ALL_GATHER.output_shape(inp.shape, self.n),
+                         f"n={self.n} inputs of shape {list(inp.shape)} concatenated along dim 0")
         gd.all_gather_into_tensor(out, inp, self._group)
 
     def reduce_scatter(self, outputs: Tensors, inputs: Tensors, op: str | ReduceOp = "sum") -> None:
         out, inp = self._one(outputs, "outputs"), self._one(inputs, "inputs")
-        _check_shape("outputs[0]", out, _spec.get("reduce_scatter").output_shape(inp.shape, self.n),
-                     f"chunk of {self.n} of an input of shape {list(inp.shape)}")
+        if not _concatenated(inp, out, self.n):
+            _check_shape("outputs[0]", out, _REDUCE_SCATTER.output_shape(inp.shape, self.n),
+                         f"chunk of {self.n} of an input of shape {list(inp.shape)}")
         gd.reduce_scatter_tensor(out, inp, op, self._group)
 
     def scatter(self, outputs: Tensors, inputs: OptionalTensors, root: int = 0) -> None:
@@ -117,7 +128,7 @@ class ProcessGroupCommunicator(Communicator):
         chunks = None
         if is_root:
             inp = self._one(inputs, "inputs")
-            _check_shape("outputs[0]", out, _spec.get("scatter").output_shape(inp.shape, self.n),
+            _check_shape("outputs[0]", out, _SCATTER.output_shape(inp.shape, self.n),
                          f"chunk of {self.n} of the root's input of shape {list(inp.shape)}")
             chunks = list(inp.chunk(self.n))
         gd.scatter(out, chunks, self._global(root), self._group)
@@ -128,7 +139,7 @@ class ProcessGroupCommunicator(Communicator):
         parts = None
         if is_root:
             out = self._one(outputs, "outputs")
-            _check_shape("outputs[0]", out, _spec.get("gather").output_shape(inp.shape, self.n),
+            _check_shape("outputs[0]", out, _GATHER.output_shape(inp.shape, self.n),
                          f"n={self.n} inputs of shape {list(inp.shape)} concatenated along dim 0")
             parts = list(out.chunk(self.n))
         gd.gather(inp, parts, self._global(root), self._group)
