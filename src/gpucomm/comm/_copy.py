@@ -138,6 +138,7 @@ def copy_all(pairs: Sequence[Pair | Copy]) -> None:
         else:
             with torch.cuda.stream(stream):
                 dst.copy_(src, non_blocking=True)
+            dst.record_stream(stream)  # written there: keep its memory from reuse until that stream is past
     pending = _host.start_device_to_host(host_out) if host_out else None
     if side:
         _copy_on_side_streams(side)

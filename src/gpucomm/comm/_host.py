@@ -90,6 +90,7 @@ def _h2d(dst: torch.Tensor, src: torch.Tensor, stream: torch.cuda.Stream | None)
     else:
         with torch.cuda.stream(stream):
             dst.copy_(src, non_blocking=True)
+        dst.record_stream(stream)  # written on the caller's stream: no reuse before it gets there
 
 
 def _pieces(src: torch.Tensor, dsts: list[tuple]) -> Iterator[bool]:
