@@ -67,7 +67,7 @@ def _sides(name: str, nbytes: int, n: int, device: torch.device):
 
 
 def _timed(fn, device: torch.device) -> float:
-    td.barrier()
+    gd.barrier()  # on NCCL it passes this rank's device, as torch asks
     start = time.perf_counter()
     fn()
     if device.type == "cuda":

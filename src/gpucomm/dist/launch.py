@@ -416,8 +416,11 @@ class _Run:
             self.failures[rank] = RankFailure(rank=rank, kind="signal", summary=f"killed by {sig}",
                                               exitcode=code, at=time.time())
         else:
+            when = "before returning a result" if rank in self.ready else (
+                "before its process group was ready (its stderr says why; a function the workers "
+                "cannot import is a common cause)")
             self.failures[rank] = RankFailure(rank=rank, kind="exit", exitcode=code, at=time.time(),
-                                              summary=f"exited with code {code} before returning a result")
+                                              summary=f"exited with code {code} {when}")
 
     def _timed_out(self) -> None:
         pending = [r for r in range(self.spec.nprocs) if r not in self.results and r not in self.failures]
