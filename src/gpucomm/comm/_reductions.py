@@ -79,7 +79,7 @@ def _reduce_to(ts: list[torch.Tensor], dest: torch.device, op: ReduceOp,
             if t.layout != torch.strided:
                 moved[i] = t.to(dest, non_blocking=True)
             else:
-                moved[i] = torch.empty(t.shape, dtype=t.dtype, device=dest)
+                moved[i] = empty_on(t.shape, t.dtype, dest, pinned=t.is_cuda)  # pinned: async D2H
                 pairs.append((moved[i], t))
     _copy.copy_all(pairs)
     parts = [moved.get(i, t) for i, t in enumerate(ts)]
