@@ -139,13 +139,22 @@ def _fmt(x: float | None, digits: int = 2) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
-def render(rows: list[dict], cal: records.ResultSet, device: str, commands: list[str]) -> str:
+def _load() -> str:
+    try:
+        return "load average {:.1f} / {:.1f} / {:.1f} (1 / 5 / 15 min)".format(*os.getloadavg())
+    except OSError:
+        return "load average unknown"
+
+
+def render(rows: list[dict], cal: records.ResultSet, device: str, commands: list[str],
+           load: tuple[str, str] = ("", "")) -> str:
     """The Markdown result: what was calibrated on, the held-out table, median and worst error."""
     errs = [abs(r["error"]) for r in rows]
     cal_rows = sorted({(r.strategy, r.model, r.n_devices, r.global_batch) for r in cal.train})
     lines = [f"# advisor accuracy — {device}", "",
              f"Generated {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC by `benchmarks/advisor_accuracy.py`.",
-             f"All times are {device} numbers: median step time over the timed steps.", "",
+             f"All times are {device} numbers: median step time over the timed steps.",
+             f"Machine load when the records were taken: at the start {load[0]}; at the end {load[1]}.", "",
              "Records: " + (", ".join(f"`{c}`" for c in commands) if commands else "given with --records"), "",
              f"Calibrated on: {len(cal.bench)} bench rows, and train rows "
              + ", ".join(f"{s} {m} n={n} B={b}" for s, m, n, b in cal_rows) + ".", "",
@@ -175,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-median-error", type=float, help="exit 1 when the median error exceeds this")
     args = parser.parse_args(argv)
     commands: list[str] = []
+    load_start = _load()
     with tempfile.TemporaryDirectory(prefix="gpucomm-accuracy-") as tmp:
         if args.records:
             dirs = [Path(d) for d in args.records]
@@ -190,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         rows, cal = evaluate(results, args.calibrate_model or (None if args.records else "mlp"))
     device = "CPU (gloo)" if all(e.device_type == "cpu" for e in results.env) else "GPU"
     text = render(rows, cal, f"{device}, {os.cpu_count()} cores" if device.startswith("CPU") else device,
-                  commands)
+                  commands, (load_start, _load()))
     print(text)
     if args.save:
         Path(args.save).parent.mkdir(parents=True, exist_ok=True)

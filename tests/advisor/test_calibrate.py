@@ -118,3 +118,23 @@ def test_load_profile_errors_name_the_flag(tmp_path):
     bad.write_text("{}")
     with pytest.raises(calibrate.CalibrationError, match="--profile"):
         calibrate.load_profile(bad)
+
+
+def test_fit_overheads_recovers_per_device_cost_and_slowdown():
+    # residual = 2 ms per device + 30% of compute, at two device counts and computes.
+    rows = [(n, c, 0.002 * n + 0.3 * c) for n, c in ((2, 0.010), (4, 0.050), (2, 0.100))]
+    a, s = calibrate.fit_overheads(rows)
+    assert (a, s) == (pytest.approx(0.002, rel=1e-6), pytest.approx(0.3, rel=1e-6))
+    # Negative residuals never become negative costs.
+    assert calibrate.fit_overheads([(2, 0.01, -0.001)]) == (0.0, 0.0)
+    # One row: the per-device cost explains it.
+    assert calibrate.fit_overheads([(2, 0.01, 0.004)]) == (pytest.approx(0.002), 0.0)
+
+
+def test_measured_compute_interpolates_between_batches():
+    rows = [train("single", "mlp", 1, ms, b, 1000) for b, ms in ((16, 10.0), (64, 70.0))]
+    prof = calibrate.calibrate(results(bench("all_reduce", 2, 40.0, 2.0, SIZES), rows))
+    wl = make_workload("mlp", dtype="fp32", global_batch=32)
+    assert plan.predict("ddp", prof, wl, gpus_per_node=1).compute_s == pytest.approx(0.030)  # between 10 and 70
+    wl8 = make_workload("mlp", dtype="fp32", global_batch=8)
+    assert plan.predict("ddp", prof, wl8, gpus_per_node=1).compute_s == pytest.approx(0.005)  # proportional below

@@ -15,9 +15,10 @@ Measured values override datasheet ones (STYLE.md 13; cost-model.md §6.5: "cali
   Below the smallest measured batch the step is at least that batch's time scaled by samples (a line
   with a negative intercept must not predict a near-free step) and an achieved FLOP/s
   (``6 Psi tokens / step``) for models that were not run.
-* **Per-device costs.** ``dp``, ``replicated`` and ``ddp`` rows with n > 1 give, after subtracting the
-  model's prediction without it, a per-device cost in seconds (DataParallel's GIL/replication cost; our
-  threads' cost), the median over rows.
+* **Per-device costs and slowdown.** Multi-device rows of each strategy give, after subtracting the
+  model's prediction without them, ``residual = a * n + s * compute`` (:func:`fit_overheads`): a per-device
+  cost in seconds (DataParallel's GIL/replication cost; our threads' cost) and a compute slowdown
+  (communication kernels or processes competing with compute), both >= 0.
 
 A calibrated profile is a :class:`~gpucomm.advisor.hardware.HardwareProfile` whose ``calibration`` dict
 holds these fits; :func:`save_profile` / :func:`load_profile` write and read it as JSON.
@@ -40,7 +41,7 @@ from gpucomm.advisor import hardware
 from gpucomm.advisor.hardware import HardwareProfile, Link
 
 __all__ = ["BANDS", "CalibrationError", "CollectiveFit", "calibrate", "collective_fit", "fit_alpha_beta",
-           "fit_collectives", "fit_compute", "load_profile", "save_profile"]
+           "fit_collectives", "fit_compute", "fit_overheads", "load_profile", "save_profile"]
 
 KiB, MiB = 2**10, 2**20
 BANDS: tuple[tuple[str, int, float], ...] = (("small", 0, 64 * KiB), ("medium", 64 * KiB, 8 * MiB),
@@ -188,7 +189,7 @@ def fit_compute(train: Iterable[Any]) -> dict[str, Any]:
             c0, c1 = 0.0, st / gb
         b_min = min(pts)
         models[model] = {"c0_s": c0, "c1_s_per_sample": c1, "rows": len(rows), "b_min": b_min,
-                         "s_min": pts[b_min],
+                         "s_min": pts[b_min], "points": sorted([b_, s_] for b_, s_ in pts.items()),
                          "params": rows[0].params, "seq_len": rows[0].seq_len}
         for r in rows:
             if r.params:
@@ -247,22 +248,49 @@ def _host(results: Any) -> dict[str, int | None]:
     return {"cores": cores, "threads": min(threads, cores) if threads and cores else threads}
 
 
+def fit_overheads(rows: Sequence[tuple[int, float, float]]) -> tuple[float, float]:
+    """``(a, s)`` >= 0 with ``residual = a * n + s * compute`` by least squares over ``(n, compute, residual)``.
+
+    ``a`` is a per-device cost (DataParallel's GIL and replication, our threads), ``s`` a compute slowdown
+    (NCCL kernels competing with compute on a GPU; processes competing for cores on a CPU).  When the
+    two-parameter solution is not >= 0 (or there is one row), the better of the one-parameter fits is
+    taken, the per-device cost on a tie.
+    """
+    if not rows:
+        return 0.0, 0.0
+    snn = sum(n * n for n, _, _ in rows)
+    scc = sum(c * c for _, c, _ in rows)
+    snc = sum(n * c for n, c, _ in rows)
+    snr = sum(n * r for n, _, r in rows)
+    scr = sum(c * r for _, c, r in rows)
+    det = snn * scc - snc * snc
+    if len(rows) >= 2 and det > 1e-12 * snn * scc:
+        a, s = (scc * snr - snc * scr) / det, (snn * scr - snc * snr) / det
+        if a >= 0 and s >= 0:
+            return a, s
+
+    def err(a: float, s: float) -> float:
+        return sum((r - a * n - s * c) ** 2 for n, c, r in rows)
+
+    a_only = max(0.0, snr / snn) if snn else 0.0
+    s_only = max(0.0, scr / scc) if scc else 0.0
+    return (a_only, 0.0) if err(a_only, 0.0) <= err(0.0, s_only) else (0.0, s_only)
+
+
 def _fit_per_device(profile: HardwareProfile, train: Iterable[Any]) -> HardwareProfile:
     from gpucomm.advisor import plan  # plan predicts; calibration subtracts its prediction
 
-    residuals: dict[str, list[float]] = defaultdict(list)
+    rows: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
     for r in train:
-        if r.strategy not in ("dp", "replicated", "ddp") or r.status != "ok" or not r.step_ms_median:
-            continue
-        if r.n_devices < 2:
+        if r.strategy not in plan.STRATEGIES or r.status != "ok" or not r.step_ms_median or r.n_devices < 2:
             continue
         wl = plan.workload_from_record(r)
-        pred = plan.predict(r.strategy, profile, wl, gpus_per_node=r.n_devices, nodes=1, per_device_s=0.0)
-        if pred is None:
-            continue
-        residuals[r.strategy].append((r.step_ms_median * 1e-3 - pred.step_time_s) / r.n_devices)
-    per_device = {k: max(0.0, statistics.median(v)) for k, v in residuals.items()}
-    calib = {**profile.calibration, "per_device_s": per_device}
+        pred = plan.predict(r.strategy, profile, wl, gpus_per_node=r.n_devices, nodes=1, per_device_s=0.0,
+                            slowdown=0.0)
+        rows[r.strategy].append((r.n_devices, pred.compute_s, r.step_ms_median * 1e-3 - pred.step_time_s))
+    fits = {k: fit_overheads(v) for k, v in rows.items()}
+    calib = {**profile.calibration, "per_device_s": {k: a for k, (a, _) in fits.items()},
+             "slowdown": {k: s for k, (_, s) in fits.items()}}
     return dataclasses.replace(profile, calibration=calib)
 
 

@@ -18,9 +18,11 @@ Step-time models (cost-model.md §2-§3, §6; all collectives through :func:`col
   (current + prefetched, weights and gradients); zero3 uses DeepSpeed's estimate 4 x largest unit + 18 Psi/N.
 
 Compute per device for ``b = global_batch / N`` samples (on ``cpu-gloo``, the devices of one machine
-share its cores, so ``g b`` samples' worth): measured (calibrated ``c0 + c1 b``), or
+share its cores, so ``g b`` samples' worth): measured (calibrated: interpolated between the measured
+batches), or
 ``6 Psi b tokens / achieved FLOP/s`` from calibration, or ``6 Psi b tokens / (peak x MFU)`` with the MFU
-stated (default :data:`DEFAULT_MFU`).  Optimizer: memory-bound, bytes touched / HBM bandwidth (included
+stated (default :data:`DEFAULT_MFU`).  Calibration may add a per-device cost and a compute slowdown per
+strategy (:func:`gpucomm.advisor.calibrate.fit_overheads`).  Optimizer: memory-bound, bytes touched / HBM bandwidth (included
 in a measured step).  Scaling efficiency: throughput / (N x one GPU's throughput at the same per-GPU
 batch with no communication).
 
@@ -161,10 +163,7 @@ def _compute_s(profile: HardwareProfile, wl: Workload, b: float, mfu: float, g: 
     comp = (profile.calibration or {}).get("compute") or {}
     model = (comp.get("models") or {}).get(wl.model)
     if model:
-        t = model["c0_s"] + model["c1_s_per_sample"] * b
-        if "b_min" in model and b < model["b_min"]:
-            t = max(t, model["s_min"] * b / model["b_min"])
-        return t, "compute measured (train records, single)"
+        return _measured(model, b), "compute measured (train records, single)"
     flops = cost.train_flops(wl.params, b * wl.tokens_per_sample)
     if comp.get("achieved_flops"):
         return flops / comp["achieved_flops"], "compute from the FLOP/s achieved in train records"
@@ -173,6 +172,23 @@ def _compute_s(profile: HardwareProfile, wl: Workload, b: float, mfu: float, g: 
         raise PredictionError(f"profile {profile.name!r} has no {wl.precision.compute_dtype} peak and no "
                               f"measured compute for {wl.model!r}: calibrate with train records")
     return flops / (peak * mfu), f"compute = 6 x params x tokens / ({peak / 1e12:.0f} TFLOP/s x MFU {mfu:.2f})"
+
+
+def _measured(model: dict[str, Any], b: float) -> float:
+    """A measured step at ``b`` samples: interpolated between measured batches; proportional below the
+    smallest; along the last segment (or the fitted line) above the largest."""
+    pts = model.get("points") or []
+    if len(pts) < 1:
+        return model["c0_s"] + model["c1_s_per_sample"] * b
+    if b <= pts[0][0]:
+        return pts[0][1] * b / pts[0][0]
+    for (b0, s0), (b1, s1) in zip(pts[:-1], pts[1:], strict=True):
+        if b <= b1:
+            return s0 + (s1 - s0) * (b - b0) / (b1 - b0)
+    if len(pts) >= 2:
+        (b0, s0), (b1, s1) = pts[-2], pts[-1]
+        return s1 + max(0.0, (s1 - s0) / (b1 - b0)) * (b - b1)
+    return pts[0][1] * b / pts[0][0]
 
 
 def _optimizer_s(profile: HardwareProfile, wl: Workload, shard: float, measured: bool) -> float:
@@ -261,7 +277,8 @@ def _not_applicable(strategy: str, profile: HardwareProfile, m: int) -> str:
 
 
 def predict(strategy: str, profile: HardwareProfile, wl: Workload, *, gpus_per_node: int, nodes: int = 1,
-            mfu: float = DEFAULT_MFU, per_device_s: float | None = None) -> Prediction:
+            mfu: float = DEFAULT_MFU, per_device_s: float | None = None,
+            slowdown: float | None = None) -> Prediction:
     """Predict one strategy's step on ``nodes`` x ``gpus_per_node`` devices of ``profile``.
 
     Raises:
@@ -284,7 +301,9 @@ def predict(strategy: str, profile: HardwareProfile, wl: Workload, *, gpus_per_n
     calibrated = (profile.calibration or {}).get("per_device_s", {})
     if per_device_s is None:
         per_device_s = calibrated.get(strategy, DEFAULT_PER_DEVICE_S[strategy])
-    overhead = per_device_s * n if n > 1 else 0.0
+    if slowdown is None:
+        slowdown = (profile.calibration or {}).get("slowdown", {}).get(strategy, 0.0)
+    overhead = (per_device_s * n + slowdown * compute) if n > 1 else 0.0
     if strategy not in _LOCAL and n > 1:  # backward hooks and bucket copies of every process-per-GPU wrapper
         overhead += DDP_OVERHEAD_FRAC * compute
     step = compute + opt + exposed + overhead
