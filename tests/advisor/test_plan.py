@@ -131,3 +131,15 @@ def test_uncalibrated_cpu_link_is_an_error_not_a_number():
 def test_unknown_strategy():
     with pytest.raises(ValueError, match="strategy"):
         plan.predict("horovod", H200, make_workload("mlp"), gpus_per_node=2)
+
+
+def test_sharded_strategies_inherit_ddps_calibrated_overheads():
+    wl = make_workload("gpt-124m", global_batch=64)
+    calibrated = dataclasses.replace(H200, calibration={"per_device_s": {"ddp": 0.001}, "slowdown": {"ddp": 0.5}})
+    base = plan.predict("zero1", H200, wl, gpus_per_node=8)
+    z1 = plan.predict("zero1", calibrated, wl, gpus_per_node=8)
+    assert z1.overhead_s - base.overhead_s == pytest.approx(8 * 0.001 + 0.5 * z1.compute_s)
+    assert any("taken from ddp" in a for a in z1.assumptions)
+    # One-process strategies keep their own (here: assumed) costs.
+    assert plan.predict("dp", calibrated, wl, gpus_per_node=8).overhead_s == \
+        plan.predict("dp", H200, wl, gpus_per_node=8).overhead_s

@@ -84,6 +84,7 @@ class Prediction:
     exposed_comm_s: float
     comm_s: float
     overhead_s: float
+    """Per-device cost, DDP hook overhead and calibrated slowdown together."""
     memory_bytes: float
     memory_parts: dict[str, float]
     capacity_bytes: int | None
@@ -94,6 +95,8 @@ class Prediction:
     scaling_efficiency: float = 0.0
     rank: int | None = None
     reason: str = ""
+    slowdown_s: float = 0.0
+    """The part of ``overhead_s`` from the calibrated compute slowdown."""
     assumptions: list[str] = field(default_factory=list)
 
     @property
@@ -298,14 +301,12 @@ def predict(strategy: str, profile: HardwareProfile, wl: Workload, *, gpus_per_n
     shard = 1.0 / n if strategy.startswith("zero") or strategy == "fsdp" else 1.0
     opt = _optimizer_s(profile, wl, shard, measured)
     exposed, total = _comm(strategy, profile, wl, g, m, fwd, bwd)
-    calibrated = (profile.calibration or {}).get("per_device_s", {})
-    if per_device_s is None:
-        per_device_s = calibrated.get(strategy, DEFAULT_PER_DEVICE_S[strategy])
-    if slowdown is None:
-        slowdown = (profile.calibration or {}).get("slowdown", {}).get(strategy, 0.0)
-    overhead = (per_device_s * n + slowdown * compute) if n > 1 else 0.0
+    per_device_s, slowdown, source = _overheads(profile, strategy, per_device_s, slowdown)
+    overhead = per_device_s * n if n > 1 else 0.0
+    slowdown_s = slowdown * compute if n > 1 else 0.0
     if strategy not in _LOCAL and n > 1:  # backward hooks and bucket copies of every process-per-GPU wrapper
         overhead += DDP_OVERHEAD_FRAC * compute
+    overhead += slowdown_s
     step = compute + opt + exposed + overhead
     parts = _memory(strategy, wl, n, b)
     single = _compute_s(profile, wl, b, mfu)[0] + _optimizer_s(profile, wl, 1.0, measured)
@@ -319,9 +320,37 @@ def predict(strategy: str, profile: HardwareProfile, wl: Workload, *, gpus_per_n
     pred.applicable = not pred.note
     if wl.shape is None:
         pred.assumptions.append("no model shape: activations not counted, the model is one sharding unit")
-    if strategy not in calibrated and per_device_s == DEFAULT_PER_DEVICE_S[strategy] and per_device_s:
-        pred.assumptions.append(f"{strategy} per-device cost {per_device_s * 1e3:.1f} ms assumed (not measured)")
+    pred.slowdown_s = slowdown_s
+    if source and pred.applicable and n > 1:
+        pred.assumptions.append(source)
     return pred
+
+
+def _overheads(profile: HardwareProfile, strategy: str, per_device_s: float | None,
+               slowdown: float | None) -> tuple[float, float, str]:
+    """(per-device s, compute slowdown, assumption or "") for ``strategy``.
+
+    Calibrated values where the strategy was measured; a process-per-GPU strategy that was not (ZeRO,
+    FSDP) takes DDP's calibration, the same machinery; else the stated defaults.
+    """
+    calib = profile.calibration or {}
+    fitted, slow = calib.get("per_device_s", {}), calib.get("slowdown", {})
+    source = strategy
+    if strategy not in fitted and strategy not in _LOCAL and "ddp" in fitted:
+        source = "ddp"
+    note = ""
+    if per_device_s is None:
+        if source in fitted:
+            per_device_s = fitted[source]
+            if source != strategy:
+                note = f"{strategy} per-device cost and slowdown taken from ddp's calibration"
+        else:
+            per_device_s = DEFAULT_PER_DEVICE_S[strategy]
+            if per_device_s:
+                note = f"{strategy} per-device cost {per_device_s * 1e3:.1f} ms assumed (not measured)"
+    if slowdown is None:
+        slowdown = slow.get(source, 0.0)
+    return per_device_s, slowdown, note
 
 
 # ---------------------------------------------------------------- ranking and reasons
@@ -370,7 +399,10 @@ def _loser_reason(p: Prediction, best: Prediction) -> str:
             why = f"{best.strategy} comes first in the preference order {' > '.join(SIMPLICITY)}"
         return f"within {TIE_MARGIN:.0%} of {best.strategy} ({_ms(p.step_time_s)}); {why}"
     diffs = {"exposed communication": (p.exposed_comm_s - best.exposed_comm_s, _WHY_COMM[p.strategy]),
-             "per-device overhead": (p.overhead_s - best.overhead_s, "Python/thread cost per device per step"),
+             "per-device overhead": (p.overhead_s - p.slowdown_s - best.overhead_s + best.slowdown_s,
+                                     "Python/thread cost per device per step"),
+             "compute slowdown": (p.slowdown_s - best.slowdown_s, "calibrated: contention with communication "
+                                                                  "or other processes"),
              "optimizer": (p.optimizer_s - best.optimizer_s, "the optimizer runs on unsharded state"),
              "compute": (p.compute_s - best.compute_s, "")}
     what, (delta, why) = max(diffs.items(), key=lambda kv: kv[1][0])
