@@ -20,10 +20,10 @@ gather_to_cpu          gather(ts, 0, "cpu")                 gather(ts, 0, "cpu")
 scatter_from_pageable  scatter(pageable CPU x, devices)     scatter
 scatter_from_pinned    scatter(pinned CPU x, devices)       scatter
 reduce                 reduce(ts, devices[0])               reduce_add
-all_reduce             all_reduce(ts)                       reduce_add + broadcast
-all_gather             all_gather(ts of size/n)             gather + broadcast
+all_reduce             all_reduce(ts, out=)                 reduce_add + broadcast(out=)
+all_gather             all_gather(ts of size/n, out=)       gather(out=) + broadcast(out=)
 reduce_scatter         reduce_scatter(ts)                   reduce_add + scatter
-all_to_all             all_to_all(chunks of every input)    one scatter per participant
+all_to_all             all_to_all(chunks, out=)             one scatter(out=) per participant
 =====================  ===================================  =========================================
 
 Usage::
@@ -127,6 +127,14 @@ def make(op: str, size: int, devices: list[torch.device]) -> tuple[Callable, Cal
     else:
         sets = per_device(numel)
     state = {"i": 0}
+    outs: list[torch.Tensor] = []
+    grid: list[list[torch.Tensor]] = []
+    if op == "all_reduce":
+        outs = [torch.empty(numel, device=d) for d in devices]
+    elif op == "all_gather":
+        outs = [torch.empty(piece * n, device=d) for d in devices]
+    elif op == "all_to_all":
+        grid = [[torch.empty(numel // n, device=devices[j]) for _ in range(n)] for j in range(n)]
 
     def cur():
         return sets[state["i"]]
@@ -145,12 +153,16 @@ def make(op: str, size: int, devices: list[torch.device]) -> tuple[Callable, Cal
         "gather": (lambda: gc.gather(cur(), 0, d0), lambda: tc.gather(cur(), 0, d0)),
         "gather_to_cpu": (lambda: gc.gather(cur(), 0, "cpu"), lambda: tc.gather(cur(), 0, "cpu")),
         "reduce": (lambda: gc.reduce(cur(), d0), lambda: tc.reduce_add(cur(), d0)),
-        "all_reduce": (lambda: gc.all_reduce(cur()), lambda: tc.broadcast(tc.reduce_add(cur(), d0), devices)),
-        "all_gather": (lambda: gc.all_gather(cur()), lambda: tc.broadcast(tc.gather(cur(), 0, d0), devices)),
+        # Both sides write n distinct outputs (out=): torch's composition would otherwise hand every
+        # slot on a repeated device the same tensor, which is not an all-reduce's result.
+        "all_reduce": (lambda: gc.all_reduce(cur(), out=outs),
+                       lambda: tc.broadcast(tc.reduce_add(cur(), d0), out=outs)),
+        "all_gather": (lambda: gc.all_gather(cur(), out=outs),
+                       lambda: tc.broadcast(tc.gather(cur(), 0, out=outs[0]), out=outs[1:]) if n > 1 else outs),
         "reduce_scatter": (lambda: gc.reduce_scatter(cur()),
                            lambda: tc.scatter(tc.reduce_add(cur(), d0), devices)),
-        "all_to_all": (lambda: gc.all_to_all([list(t.chunk(n)) for t in cur()]),
-                       lambda: [tc.scatter(t, devices) for t in cur()]),
+        "all_to_all": (lambda: gc.all_to_all([list(t.chunk(n)) for t in cur()], out=grid),
+                       lambda: [tc.scatter(t, out=[grid[j][i] for j in range(n)]) for i, t in enumerate(cur())]),
     }
     ours, theirs = table[op]
     return ours, theirs, rotate
@@ -162,13 +174,14 @@ def flatten(x) -> list[torch.Tensor]:
     return [t for item in x for t in flatten(item)]
 
 
-def same(op: str, a, b) -> bool:
-    fa, fb = flatten(a), flatten(b)
+def same(op: str, fa: list[torch.Tensor], b) -> bool:
+    """Our flattened (snapshotted) result against torch's result ``b``."""
+    fb = flatten(b)
     if op == "all_to_all":  # ours is result[j][i]; the baseline's is scatters[i][j]
         n = len(b)
         fb = [b[i][j] for j in range(n) for i in range(n)]
-    if op == "reduce_scatter" or op == "all_gather" or op == "all_reduce":
-        fb = fb[: len(fa)]
+    if len(fa) > len(fb):  # all_gather's baseline returns the broadcast outputs out[1:]
+        fa = fa[len(fa) - len(fb):]
     return len(fa) == len(fb) and all(
         x.shape == y.shape and torch.allclose(x.cpu().float(), y.cpu().float(), rtol=1e-4, atol=1e-4)
         for x, y in zip(fa, fb, strict=True))
@@ -202,10 +215,14 @@ def p99(xs: list[float]) -> float:
 
 def measure(op: str, size: int, devices: list[torch.device], args) -> Row:
     ours, theirs, rotate = make(op, size, devices)
-    a, b = ours(), theirs()  # warmup, and the correctness check
+    check = size <= (256 << 20)
+    a = ours()  # warmup, and the correctness check (a snapshot: out= ops share their buffers)
     torch.cuda.synchronize()
-    correct = same(op, a, b) if size <= (256 << 20) else None
-    del a, b
+    fa = [t.clone() for t in flatten(a)] if check else []
+    b = theirs()
+    torch.cuda.synchronize()
+    correct = same(op, fa, b) if check else None
+    del a, b, fa
     for _ in range(args.warmup):
         ours()
         theirs()

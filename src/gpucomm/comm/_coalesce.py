@@ -6,7 +6,8 @@ Mirrors torch (``torch/csrc/cuda/comm.cpp`` ``broadcast_coalesced``, ``torch/nn/
 split back; sparse tensors travel as flattened indices plus values.  Results come back in input order
 and each result tensor gets its own version counter (``.data``; see torch's NOTE [ Version Counter in
 comm.*_coalesced ]): they are views of one flat buffer, and an in-place change to one must not look
-like a change to another to autograd.
+like a change to another to autograd.  Where ``devices`` lists ``devices[0]`` again, torch hands
+those entries views of one and the same flat copy; here they get the very same tensors (split once).
 """
 
 from __future__ import annotations
@@ -43,9 +44,12 @@ def broadcast_buckets(tensors: list[torch.Tensor], devices: list[torch.device], 
                 if k:
                     outputs[k].extend(t.data for t in _unflatten_sparse_tensors((i, v), bucket))
         else:
+            split: dict[int, list[torch.Tensor]] = {}  # a device listed again gets the same flat buffer
             for k, flat in enumerate(broadcast(_flatten_dense_tensors(bucket), devices)):
                 if k:
-                    outputs[k].extend(t.data for t in _unflatten_dense_tensors(flat, bucket))
+                    if id(flat) not in split:
+                        split[id(flat)] = [t.data for t in _unflatten_dense_tensors(flat, bucket)]
+                    outputs[k].extend(split[id(flat)])
     if len(types) > 1:  # buckets are ordered within a type only
         outputs[1:] = [list(_reorder_tensors_as(o, tensors)) for o in outputs[1:]]
     return outputs

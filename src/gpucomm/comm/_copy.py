@@ -97,15 +97,23 @@ def protect(pairs: Sequence[Pair | Copy], outputs: Sequence[torch.Tensor]) -> li
     source that any output overlaps otherwise is cloned first, on its device's current stream, so
     no copy reads memory another copy has already overwritten.
     """
+    storages = {_storage(o) for o in outputs}
     result = []
     for pair in pairs:
         dst, src = pair[0], pair[1]
         if _same_view(dst, src):
             continue
-        if any(overlaps(o, src) for o in outputs):
+        # memory can only overlap within one storage: the set test keeps this O(pairs), not O(pairs x outputs)
+        if _storage(src) in storages and any(overlaps(o, src) for o in outputs):
             pair = (dst, src.clone(), *pair[2:])
         result.append(pair)
     return result
+
+
+def _storage(t: torch.Tensor) -> tuple[torch.device, int]:
+    if t.layout != torch.strided:
+        return (t.device, -1 - id(t))
+    return (t.device, t.untyped_storage().data_ptr())
 
 
 # ----- the executor --------------------------------------------------------------------------------

@@ -64,10 +64,15 @@ def all_gather(tensors: Any, dim: int = 0, *, out: Any = None) -> list[torch.Ten
         _nccl.all_gather(ts, outs)
         return outs
     cuda = any(x.type == "cuda" for x in devices)
-    if outs is None:
-        if len(set(devices)) == 1:  # one concatenation, then copies: n + 1 kernels, not n * n
+    if devices.count(devices[0]) == len(devices):  # one device: one concatenation, then copies of it
+        if outs is None:
             first = torch.cat(ts, d)
             return [first, *replicate(first, len(ts) - 1)]
+        if not any(_copy.overlaps(o, t) for o in outs for t in ts):
+            torch.cat(ts, d, out=outs[0])
+            _copy.copy_all([(o, outs[0]) for o in outs[1:]])
+            return outs
+    if outs is None:
         outs = [empty_on(shape, ts[0].dtype, dev, pinned=cuda) for dev in devices]
         pairs = _cat_pairs(ts, outs, d)
     else:

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-__all__ = ["PIECE_BYTES", "Pending", "host_to_device", "pinned_empty", "start_device_to_host"]
+__all__ = ["PIECE_BYTES", "Pending", "host_to_device", "pinned_copy", "pinned_empty", "start_device_to_host"]
 
 PIECE_BYTES = 8 << 20
 """Bytes per pinned staging piece for pageable host-to-device copies."""
@@ -34,6 +34,12 @@ def pinned_empty(shape: Sequence[int], dtype: torch.dtype,
                  memory_format: torch.memory_format = torch.contiguous_format) -> torch.Tensor:
     """An uninitialised pinned host tensor (from torch's caching host allocator)."""
     return torch.empty(tuple(shape), dtype=dtype, pin_memory=True, memory_format=memory_format)
+
+
+def pinned_copy(t: torch.Tensor) -> torch.Tensor:
+    """A pinned, contiguous copy of a host tensor."""
+    stage = pinned_empty(t.shape, t.dtype)
+    return stage.copy_(t)
 
 
 def _direct(t: torch.Tensor) -> bool:

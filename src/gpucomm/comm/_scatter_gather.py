@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from gpucomm._validate import check_tensor, describe, fail_type, fail_value
-from gpucomm.comm import _copy
+from gpucomm.comm import _copy, _host
 from gpucomm.comm._alloc import empty_like_on, empty_on, suggest_memory_format
 from gpucomm.comm._checks import (
     check_cat_shapes,
@@ -70,6 +70,8 @@ def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, 
         chunks = tensor.split(_chunk_sizes(chunk_sizes, len(devs), tensor.shape[d], d), d)
     strs = check_streams(streams, devs)
     home, k = tensor.device, len(chunks)
+    if home.type == "cpu" and _pin_once(tensor, devs):
+        return scatter(_host.pinned_copy(tensor), devs, chunk_sizes, d, streams)
     targets = devs[:k] if k < len(devs) else devs
     if targets.count(home) == k:  # every chunk is already where it goes: views, as torch returns
         return tuple(chunks)
@@ -81,6 +83,13 @@ def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, 
             pairs.append((new, chunks[i], None if strs is None else strs[i]))
     _copy.copy_all(pairs)
     return tuple(results)
+
+
+def _pin_once(tensor: torch.Tensor, devices: list[torch.device]) -> bool:
+    """A small pageable source is pinned whole, once, instead of staging every chunk separately."""
+    return (tensor.numel() * tensor.element_size() <= _host.PIECE_BYTES and tensor.is_contiguous()
+            and torch.device("cpu") not in devices  # CPU slots must stay views of the input itself
+            and any(x.type == "cuda" for x in devices) and not tensor.is_pinned())
 
 
 def _chunk_sizes(chunk_sizes: Any, n: int, size: int, dim: int) -> list[int]:
