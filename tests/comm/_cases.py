@@ -135,6 +135,14 @@ CASES: list[Case] = [
          lambda D: [on(ar(2 * len(D)), d) for d in D], torch_too=False),
     Case("all_gather_dim1", lambda m, D: m.all_gather([on(ar(2, 2, start=i), d) for i, d in enumerate(D)], 1),
          lambda D: [on(torch.cat([ar(2, 2, start=i) for i in range(len(D))], 1), d) for d in D], torch_too=False),
+    Case("all_gather_out", lambda m, D: m.all_gather([on(ar(2, 2, start=4 * i), d) for i, d in enumerate(D)],
+                                                     out=[torch.zeros(2 * len(D), 2, device=d) for d in D]),
+         lambda D: [on(ar(2 * len(D), 2), d) for d in D], torch_too=False),
+    Case("all_to_all_out", lambda m, D: m.all_to_all(
+        [[on(ar(2, start=10 * i + 2 * j), D[i]) for j in range(len(D))] for i in range(len(D))],
+        out=[[torch.zeros(2, device=D[j]) for _ in D] for j in range(len(D))]),
+         lambda D: [[on(ar(2, start=10 * i + 2 * j), D[j]) for i in range(len(D))] for j in range(len(D))],
+         torch_too=False),
     Case("all_gather_in_place", lambda m, D: (lambda outs: m.all_gather(
         [o.chunk(len(D))[i].copy_(ar(2, start=2 * i)) for i, o in enumerate(outs)], out=outs))(
         [torch.zeros(2 * len(D), device=d) for d in D]),
