@@ -29,7 +29,7 @@ import torch
 
 from gpucomm.comm import _host
 
-__all__ = ["OVERLAP_MIN_BYTES", "Copy", "Pair", "copy_all", "overlaps", "protect", "side_stream"]
+__all__ = ["OVERLAP_MIN_BYTES", "Copy", "Pair", "any_overlap", "copy_all", "overlaps", "protect", "side_stream"]
 
 OVERLAP_MIN_BYTES = 1 << 20
 """Cross-device copies at least this large run on side streams; smaller ones are issued like torch's."""
@@ -85,6 +85,15 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b1 and b0 < a1
 
 
+def any_overlap(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]) -> bool:
+    """True when some output may overlap some input (storages compared first: O(n), not O(n^2))."""
+    shared = {_storage(o) for o in outputs} & {_storage(t) for t in inputs}
+    if not shared:
+        return False
+    return any(overlaps(o, t) for o in outputs for t in inputs
+               if _storage(o) in shared and _storage(t) == _storage(o))
+
+
 def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
     return (a.device == b.device and a.data_ptr() == b.data_ptr() and a.shape == b.shape
             and a.stride() == b.stride() and a.dtype == b.dtype)
@@ -101,10 +110,10 @@ def protect(pairs: Sequence[Pair | Copy], outputs: Sequence[torch.Tensor]) -> li
     result = []
     for pair in pairs:
         dst, src = pair[0], pair[1]
-        if _same_view(dst, src):
+        if dst.data_ptr() == src.data_ptr() and _same_view(dst, src):
             continue
         # memory can only overlap within one storage: the set test keeps this O(pairs), not O(pairs x outputs)
-        if _storage(src) in storages and any(overlaps(o, src) for o in outputs):
+        if storages and _storage(src) in storages and any(overlaps(o, src) for o in outputs):
             pair = (dst, src.clone(), *pair[2:])
         result.append(pair)
     return result

@@ -22,6 +22,8 @@ def _dense(ts: list[torch.Tensor], arg: str) -> None:
 
 
 def _check_out(o: torch.Tensor, arg: str, shape: list[int], dtype: torch.dtype, device: torch.device) -> None:
+    if o.dtype == dtype and o.device == device and o.layout == torch.strided and list(o.shape) == shape:
+        return  # the common case, in one test
     if list(o.shape) != shape:
         raise fail_value(arg, f"shape {shape}", f"shape {list(o.shape)}")
     if o.dtype != dtype:
@@ -68,7 +70,7 @@ def all_gather(tensors: Any, dim: int = 0, *, out: Any = None) -> list[torch.Ten
         if outs is None:
             first = torch.cat(ts, d)
             return [first, *replicate(first, len(ts) - 1)]
-        if not any(_copy.overlaps(o, t) for o in outs for t in ts):
+        if not _copy.any_overlap(outs, ts):
             torch.cat(ts, d, out=outs[0])
             _copy.copy_all([(o, outs[0]) for o in outs[1:]])
             return outs
