@@ -288,12 +288,16 @@ def _tensor_collectives():
 _ALL_GATHER, _REDUCE_SCATTER = _tensor_collectives()
 
 
+_DIST_OP_NAMES = {ReduceOp.SUM: "SUM", ReduceOp.AVG: "AVG", ReduceOp.MAX: "MAX", ReduceOp.MIN: "MIN",
+                  ReduceOp.PROD: "PRODUCT"}  # torch.distributed spells prod PRODUCT
+
+
 def _dist_op(reduce_op: ReduceOp | None):
     import torch.distributed as dist
 
     if reduce_op is None:
         return dist.ReduceOp.SUM
-    return getattr(dist.ReduceOp, reduce_op.name)
+    return getattr(dist.ReduceOp, _DIST_OP_NAMES[reduce_op])
 
 
 def _send_recv(out: torch.Tensor, inp: torch.Tensor, rank: int, n: int) -> None:

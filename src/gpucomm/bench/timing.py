@@ -103,7 +103,9 @@ class GraphTimer:
             torch.cuda.current_stream().wait_stream(side)
             torch.cuda.synchronize()
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
+            # thread_local: only this thread's unsafe calls invalidate the capture, so the NCCL watchdog
+            # (or any other thread) querying events meanwhile does not (pytorch/pytorch #104555, #148594).
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
                 for i in range(ops):
                     step(i)
             torch.cuda.synchronize()
