@@ -17,8 +17,9 @@ accepting our str ops (``"sum"``, ``"avg"``, ``"max"``, ``"min"``, ``"prod"``)::
 
 Semantics that differ from calling torch directly:
 
-* ``op="avg"`` is native on NCCL; on every other backend (gloo lacks ``ReduceOp.AVG`` before torch
-  2.6) it is a sum followed by an in-place division by the world size, in the tensor's dtype.  With
+* ``op="avg"`` is native on NCCL; on every other backend (older torch releases' gloo has no
+  ``ReduceOp.AVG``) it is a sum followed by an in-place division by the world size, in the tensor's
+  dtype, so it behaves the same on every torch version.  With
   ``async_op=True`` the division happens in the returned work's ``wait()``.  ``avg`` on integer or
   bool tensors raises ``ValueError`` on every backend.
 * :func:`reduce` leaves the non-destination ranks' tensors as they were on every backend (gloo

@@ -120,6 +120,10 @@ class _FnRef:
             if not self.file:
                 raise
             mod = _import_file(self.module, self.file)
+        else:  # the same name may resolve to another file here (test files share basenames)
+            found = getattr(mod, "__file__", None)
+            if self.file and found and os.path.realpath(found) != os.path.realpath(self.file):
+                mod = _import_file(self.module, self.file)
         obj: Any = mod
         for part in self.qualname.split("."):
             obj = getattr(obj, part)
