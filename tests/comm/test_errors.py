@@ -166,3 +166,8 @@ def test_gather_cpu_string_does_not_warn():
 def test_reduce_add_destination_must_hold_an_input():
     with pytest.raises(ValueError, match="destination: expected a device that holds one of the inputs"):
         c.reduce_add([t(2), t(2)], destination="cuda:0")
+
+
+def test_reduce_add_coalesced_names_the_mismatched_position():
+    with pytest.raises(ValueError, match=r"inputs\[1\]\[1\]: expected shape \[3\] \(that of inputs\[0\]\[1\]\)"):
+        c.reduce_add_coalesced([[t(2), t(3)], [t(2), t(4)]])

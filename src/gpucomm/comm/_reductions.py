@@ -135,8 +135,14 @@ def reduce_add_coalesced(inputs: Any, destination: Any = None,
         if len(g) != len(groups[0]):
             raise fail_value(f"inputs[{i}]", f"{len(groups[0])} tensors (like inputs[0])", f"{len(g)}",
                              "every device contributes one tensor per position")
-    for k in range(len(groups[0])):
-        _inputs([g[k] for g in groups], f"inputs[*][{k}]", dense=False)
+    shapes0, dtypes0 = [t.shape for t in groups[0]], [t.dtype for t in groups[0]]
+    for i, g in enumerate(groups[1:], 1):  # list against list (fast); the loop below only names the culprit
+        if [t.shape for t in g] != shapes0 or [t.dtype for t in g] != dtypes0:
+            for k, (t, ref) in enumerate(zip(g, groups[0], strict=True)):
+                for what, got, want in (("shape", list(t.shape), list(ref.shape)), ("dtype", t.dtype, ref.dtype)):
+                    if got != want:
+                        raise fail_value(f"inputs[{i}][{k}]", f"{what} {want} (that of inputs[0][{k}])",
+                                         f"{what} {got}", "position k of every list is summed with the others")
     size = check_int(buffer_size, "buffer_size")
     if size <= 0:
         raise fail_value("buffer_size", "a positive number of bytes", f"{size}")
