@@ -124,8 +124,10 @@ def measure(backend: Backend, case: Case, cfg: BenchConfig, combine: Combine | N
     for bufs in sets:
         fill(case, bufs, backend.participants)
 
+    calls = [backend.bind(case, bufs) for bufs in sets]
+
     def step(i: int) -> None:
-        backend.call(case, sets[i % len(sets)])
+        calls[i % len(calls)]()
 
     backend.synchronize()
     backend.barrier()
