@@ -96,3 +96,32 @@ def test_slurm_without_master_addr_says_how_to_set_it(monkeypatch):
 def test_nccl_without_gpus_says_so():
     with pytest.raises(ValueError, match="'nccl' needs CUDA devices"):
         gd.init("nccl")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("launcher", ["slurm", "torchrun"])
+def test_init_reads_a_launchers_world_of_one(monkeypatch, launcher):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(_free_port()))
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
+    if launcher == "slurm":
+        monkeypatch.setenv("SLURM_PROCID", "0")
+        monkeypatch.setenv("SLURM_NTASKS", "1")
+    else:
+        monkeypatch.setenv("RANK", "0")
+        monkeypatch.setenv("WORLD_SIZE", "1")
+    with gd.init("gloo", timeout=30) as pg:
+        assert (pg.source, pg.rank, pg.world_size) == (launcher, 0, 1)
+        t = torch.ones(2)
+        gd.all_reduce(t)
+        assert t.tolist() == [1.0, 1.0]
+    assert not gd.is_initialized()
