@@ -17,14 +17,18 @@ Step-time models (cost-model.md §2-§3, §6; all collectives through :func:`col
   its gradients after backward: 3 Psi per GPU.  They differ in memory: fsdp holds two unsharded units
   (current + prefetched, weights and gradients); zero3 uses DeepSpeed's estimate 4 x largest unit + 18 Psi/N.
 
-Compute per device for ``b = global_batch / N`` samples (on ``cpu-gloo``, the devices of one machine
-share its cores, so ``g b`` samples' worth): measured (calibrated: interpolated between the measured
-batches), or
-``6 Psi b tokens / achieved FLOP/s`` from calibration, or ``6 Psi b tokens / (peak x MFU)`` with the MFU
-stated (default :data:`DEFAULT_MFU`).  Calibration may add a per-device cost and a compute slowdown per
-strategy (:func:`gpucomm.advisor.calibrate.fit_overheads`).  Optimizer: memory-bound, bytes touched / HBM bandwidth (included
-in a measured step).  Scaling efficiency: throughput / (N x one GPU's throughput at the same per-GPU
-batch with no communication).
+Compute per device for ``b = global_batch / N`` samples comes from one of three sources:
+
+* a measurement: calibrated ``single`` steps, interpolated between the measured batches;
+* ``6 Psi b tokens / achieved FLOP/s``, with the FLOP/s from calibration;
+* ``6 Psi b tokens / (peak x MFU)``, with the MFU stated (default :data:`DEFAULT_MFU`).
+
+On ``cpu-gloo`` the devices of one machine share its cores (see :func:`_compute_s`).  Calibration may
+add a per-device cost and a compute slowdown per strategy
+(:func:`gpucomm.advisor.calibrate.fit_overheads`).  The optimizer is memory-bound: bytes touched / HBM
+bandwidth (already inside a measured step).  Scaling efficiency: throughput / (N x one GPU's throughput
+at the same per-GPU batch with no communication); it can exceed 1 when sharding the optimizer saves more
+than communication costs.
 
 Ranking: strategies that do not fit in memory (or do not apply: dp and replicated need one machine) are
 flagged, not ranked.  The rest are ordered by predicted step time, except that a simpler strategy within
