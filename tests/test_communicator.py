@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.distributed
 
 import gpucomm.dist as gd
 from gpucomm import Communicator, LocalCommunicator, ProcessGroupCommunicator
@@ -144,6 +145,12 @@ def _on_process_group() -> list[str]:
     problems = check_collectives(comm)
     if (comm.rank, comm.world_size, comm.n) != (gd.get_rank(), gd.get_world_size(), gd.get_world_size()):
         problems.append(f"rank/world_size/n disagree with torch.distributed: {comm!r}")
+    if gd.get_world_size() == 4:  # subgroups: participant (group rank) 1 of [1, 3] is global rank 3
+        groups = [torch.distributed.new_group([0, 2]), torch.distributed.new_group([1, 3])]
+        sub = ProcessGroupCommunicator(groups[gd.get_rank() % 2])
+        if (sub.n, sub.rank) != (2, gd.get_rank() // 2):
+            problems.append(f"subgroup communicator: n={sub.n} rank={sub.rank}")
+        problems += [f"subgroup {gd.get_rank() % 2}: {p}" for p in check_collectives(sub)]
     return problems
 
 
