@@ -1,7 +1,8 @@
 """Does ``gpucomm bench``'s harness change what it measures?  Our all_reduce timing vs a bare loop.
 
 Both sides run in the same processes, on the same process group, at the same sizes, interleaved
-round by round (so drift in a shared machine hits both alike):
+round by round and counterbalanced (ours first in even rounds, last in odd ones), so drift and
+position effects on a shared machine hit both alike:
 
 * **ours** — :func:`gpucomm.bench.runner.measure` for the ``torch.distributed`` backend: warmup,
   rotating buffer sets, per-iteration timing (CUDA events on NCCL, perf_counter + sync on gloo),
@@ -68,39 +69,47 @@ def _bare(ts: list[torch.Tensor], iters: int, warmup: int) -> list[float]:
     return times
 
 
+def _one_size(size: int, backend, cfg, combine, iters: int, warmup: int, rounds: int) -> dict:
+    """Interleaved, counterbalanced rounds of ours vs the bare loops at one size."""
+    from gpucomm.bench.buffers import IN_PLACE, plan_case
+    from gpucomm.bench.metrics import median
+    from gpucomm.bench.runner import ROTATE_BYTES, measure
+    from gpucomm.collectives import CollectiveName, ReduceOp
+
+    device = backend.devices[0]
+    case = plan_case(CollectiveName.ALL_REDUCE, size, backend.n, torch.float32, ReduceOp.SUM, IN_PLACE)
+    sets = max(1, min(8, -(-ROTATE_BYTES[device.type] // case.size)))  # what measure() rotates through
+    one = [torch.ones(case.count, dtype=torch.float32, device=device)]
+    many = [torch.ones(case.count, dtype=torch.float32, device=device) for _ in range(sets)]
+    out = {"ours": [], "bare": [], "bare_rot": [], "sets": sets, "wrong": 0}
+    for r in range(rounds):  # ours first in even rounds, last in odd ones
+        for side in ("ours", "bare") if r % 2 == 0 else ("bare", "ours"):
+            if side == "ours":
+                record = measure(backend, case, cfg, combine)
+                out["ours"].append(record.time_us_median)
+                out["wrong"] += record.wrong
+            else:
+                out["bare"].append(median(combine(_bare(one, iters, warmup), 0)[0]) * 1e6)
+                out["bare_rot"].append(median(combine(_bare(many, iters, warmup), 0)[0]) * 1e6)
+    return out
+
+
 def _worker(sizes: list[int], iters: int, warmup: int, rounds: int) -> dict | None:
     import torch.distributed as dist
 
     from gpucomm.bench.backends import TorchDistributed
-    from gpucomm.bench.buffers import IN_PLACE, plan_case
     from gpucomm.bench.config import BenchConfig
-    from gpucomm.bench.metrics import median
     from gpucomm.bench.pg import _combine
-    from gpucomm.bench.runner import ROTATE_BYTES, measure
     from gpucomm.collectives import CollectiveName, ReduceOp
     from gpucomm.dist import device as dist_device
 
     device = dist_device()
-    world = dist.get_world_size()
     backend = TorchDistributed(device)
     cfg = BenchConfig(ops=(CollectiveName.ALL_REDUCE,), backends=("torch.distributed",), sizes=tuple(sizes),
                       dtypes=(torch.float32,), reduce_ops=(ReduceOp.SUM,), iters=iters, warmup=warmup, check=1,
-                      device_type=device.type, nproc=world)
+                      device_type=device.type, nproc=dist.get_world_size())
     combine = _combine(device)
-    results = {}
-    for size in sizes:
-        case = plan_case(CollectiveName.ALL_REDUCE, size, world, torch.float32, ReduceOp.SUM, IN_PLACE)
-        sets = max(1, min(8, -(-ROTATE_BYTES[device.type] // case.size)))  # what measure() rotates through
-        one = [torch.ones(case.count, dtype=torch.float32, device=device)]
-        many = [torch.ones(case.count, dtype=torch.float32, device=device) for _ in range(sets)]
-        ours, bare, bare_rot, wrong = [], [], [], 0
-        for _ in range(rounds):
-            record = measure(backend, case, cfg, combine)
-            ours.append(record.time_us_median)
-            wrong += record.wrong
-            bare.append(median(combine(_bare(one, iters, warmup), 0)[0]) * 1e6)
-            bare_rot.append(median(combine(_bare(many, iters, warmup), 0)[0]) * 1e6)
-        results[size] = {"ours": ours, "bare": bare, "bare_rot": bare_rot, "sets": sets, "wrong": wrong}
+    results = {size: _one_size(size, backend, cfg, combine, iters, warmup, rounds) for size in sizes}
     return results if dist.get_rank() == 0 else None
 
 
