@@ -11,14 +11,17 @@ import gpucomm.dist as gd
 from gpucomm.testing import check_ranks, spawn
 
 
-def _report() -> tuple[int, int, str, float]:
-    t = torch.tensor([float(gd.get_rank())])
+def _report() -> tuple[int, int, str, torch.Tensor]:
+    t = torch.arange(1000.0) * gd.get_rank()
     gd.all_reduce(t)
-    return gd.get_rank(), gd.get_world_size(), os.environ["RANK"], float(t)
+    return gd.get_rank(), gd.get_world_size(), os.environ["RANK"], t  # a tensor travels back by value
 
 
 def test_spawn_runs_a_body_on_every_rank_of_a_gloo_world_of_three():
-    assert spawn(_report, world_size=3) == [(r, 3, str(r), 3.0) for r in range(3)]
+    results = spawn(_report, world_size=3)
+    assert [r[:3] for r in results] == [(r, 3, str(r)) for r in range(3)]
+    for r in results:
+        assert torch.equal(r[3], torch.arange(1000.0) * 3)
 
 
 def test_spawn_rejects_bad_world_sizes():

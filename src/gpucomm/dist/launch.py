@@ -23,7 +23,9 @@ Semantics:
 * Workers die with the launching process (Linux ``PR_SET_PDEATHSIG``), so none survives it.
 
 ``fn`` must be importable by the workers: a module-level function.  Functions defined in a file
-that is not on ``sys.path`` (a test file, say) are loaded from that file in the workers.
+that is not on ``sys.path`` (a test file, say) are loaded from that file in the workers.  Return
+values travel by value (plain pickle); a CUDA tensor comes back on the same device index, so return
+``.cpu()`` tensors to keep CUDA out of the launching process.
 """
 
 from __future__ import annotations
@@ -203,13 +205,27 @@ def _worker(rank: int, spec: _WorkerSpec, conn, fn, args: tuple) -> None:
         store = _pg.dist.FileStore(os.path.join(spec.tmpdir, "store"), spec.nprocs)
         _pg.init(spec.backend, spec.pg_timeout_s, store=store, rank=rank, world_size=spec.nprocs)
         conn.send(("ready", rank))
-        result = target(*args)
-        conn.send(("result", rank, result))
+        # Plain pickle, by value: multiprocessing's pickler would share tensors through file
+        # descriptors or CUDA IPC handles that die with this process.
+        conn.send(("result", rank, pickle.dumps(target(*args))))
     except BaseException as exc:  # report first, then leave without teardown (a peer may be gone)
         _report(conn, rank, exc)
         os._exit(1)
-    _pg.shutdown()
+    _teardown_after_success()
     conn.close()
+
+
+def _teardown_after_success() -> None:
+    # A barrier first: a rank must not free its buffers (NCCL reads peers' memory) while another
+    # rank's last collective may still be using them.  A failing peer is the launcher's business.
+    from gpucomm import dist as gd
+
+    try:
+        if gd.is_initialized():
+            gd.barrier()
+        _pg.shutdown()
+    except Exception:
+        os._exit(0)  # the result was delivered; the peer's failure is reported by the launcher
 
 
 def _report(conn, rank: int, exc: BaseException) -> None:
@@ -400,7 +416,7 @@ class _Run:
         if tag == "ready":
             self.ready.add(rank)
         elif tag == "result":
-            self.results[rank] = msg[2]
+            self.results[rank] = pickle.loads(msg[2])
         elif tag == "error":
             _, _, at, summary, text, secondary = msg
             self.failures.setdefault(rank, RankFailure(rank=rank, kind="exception", summary=summary,
