@@ -52,13 +52,11 @@ def _bare(ts: list[torch.Tensor], iters: int, warmup: int) -> list[float]:
     dist.barrier()
     times = []
     if cuda:
-        pairs = []
-        for i in range(iters):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+        for i, (s, e) in enumerate(pairs):
             s.record()
             dist.all_reduce(ts[i % k])
             e.record()
-            pairs.append((s, e))
         torch.cuda.synchronize(ts[0].device)
         times = [s.elapsed_time(e) / 1e3 for s, e in pairs]
     else:

@@ -59,24 +59,22 @@ class EventTimer:
     def __init__(self, devices: Sequence[torch.device]) -> None:
         self._indices = _cuda_indices(devices)
 
-    def _record(self) -> list[torch.cuda.Event]:
-        events = []
-        for index in self._indices:
-            ev = torch.cuda.Event(enable_timing=True)
-            ev.record(torch.cuda.current_stream(index))
-            events.append(ev)
-        return events
-
     def run(self, step: Step, iters: int) -> list[float]:
-        pairs = []
+        # Events and streams are made before the loop, so nothing but the op itself (and one event
+        # record) sits between a start and an end record.
+        streams = [torch.cuda.current_stream(i) for i in self._indices]
+        starts = [[torch.cuda.Event(enable_timing=True) for _ in streams] for _ in range(iters)]
+        ends = [[torch.cuda.Event(enable_timing=True) for _ in streams] for _ in range(iters)]
         for i in range(iters):
-            start = self._record()
+            for ev, stream in zip(starts[i], streams, strict=True):
+                ev.record(stream)
             step(i)
-            pairs.append((start, self._record()))
+            for ev, stream in zip(ends[i], streams, strict=True):
+                ev.record(stream)
         for index in self._indices:
             torch.cuda.synchronize(index)
-        return [max(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)) / 1e3
-                for starts, ends in pairs]
+        return [max(s.elapsed_time(e) for s, e in zip(st, en, strict=True)) / 1e3
+                for st, en in zip(starts, ends, strict=True)]
 
 
 class GraphTimer:
@@ -116,15 +114,14 @@ class GraphTimer:
         if self._graph is None:
             self.capture(step)
         graph = self._graph
-        pairs = []
         with torch.cuda.device(self._device):
             stream = torch.cuda.current_stream()
-            for _ in range(iters):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                     for _ in range(iters)]
+            for start, end in pairs:
                 start.record(stream)
                 graph.replay()
                 end.record(stream)
-                pairs.append((start, end))
             torch.cuda.synchronize()
         return [s.elapsed_time(e) / 1e3 / GRAPH_OPS for s, e in pairs]
 
