@@ -8,6 +8,7 @@ no process behind.
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import time
 
@@ -84,6 +85,7 @@ def test_a_raising_rank_is_named_with_its_traceback():
     assert (err.rank, err.kind) == (1, "exception")
     assert err.summary == "ValueError: rank one's input is bad"
     assert "in _raises" in err.failures[0].traceback and "rank 1 of 2 failed" in str(err)
+    assert str(pickle.loads(pickle.dumps(err))) == str(err)  # survives pytest-xdist and friends
     assert elapsed < TIMEOUT
 
 

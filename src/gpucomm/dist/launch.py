@@ -90,6 +90,9 @@ class LaunchError(RuntimeError):
         self.rank, self.kind, self.summary = first.rank, first.kind, first.summary
         super().__init__(self._message())
 
+    def __reduce__(self):
+        return (LaunchError, (self.failures, self.nprocs))
+
     def _message(self) -> str:
         first = self.failures[0]
         lines = [f"rank {first.rank} of {self.nprocs} failed ({first.kind}): {first.summary}"]
