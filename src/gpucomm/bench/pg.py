@@ -134,7 +134,8 @@ def run_spawned(cfg: BenchConfig, emit: Emit, stream_path: Path, poll_s: float =
 
     def target() -> None:
         try:
-            outcome["value"] = launch(worker, cfg.nproc, cfg, str(stream_path), timeout=cfg.timeout)
+            outcome["value"] = launch(worker, cfg.nproc, cfg, str(stream_path), backend=_backend_for(cfg),
+                                      timeout=cfg.timeout)
         except BaseException as exc:  # handed to the main thread below
             outcome["error"] = exc
 
@@ -162,5 +163,10 @@ def run_here(cfg: BenchConfig, emit: Emit) -> dict[str, Any]:
     """Under torchrun: start the group from the environment, run the loop, shut the group down."""
     from gpucomm import dist as gdist
 
-    with gdist.init():
+    with gdist.init(backend=_backend_for(cfg)):
         return _loop(cfg, emit)
+
+
+def _backend_for(cfg: BenchConfig) -> str:
+    """gloo for CPU runs (even on a machine with GPUs: the rows say "cpu"), NCCL for CUDA runs."""
+    return "nccl" if cfg.device_type == "cuda" else "gloo"
