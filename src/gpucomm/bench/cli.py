@@ -45,9 +45,6 @@ from gpucomm.collectives import ReduceOp, parse_op
 
 __all__ = ["UsageError", "add_parser", "config_from_args", "run"]
 
-_INTERRUPTED = 130
-
-
 class UsageError(ValueError):
     """A bad flag value: printed as one line, exit status 2."""
 

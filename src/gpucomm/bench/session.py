@@ -192,8 +192,10 @@ class Session:
                 summary = pg.run_here(self.cfg, emit)
             else:
                 stream = self.out / _STREAM_FILE
-                summary = pg.run_spawned(self.cfg, self.emit, stream)
-                stream.unlink(missing_ok=True)
+                try:
+                    summary = pg.run_spawned(self.cfg, self.emit, stream)
+                finally:  # its rows are in records.jsonl by now
+                    stream.unlink(missing_ok=True)
         except KeyboardInterrupt:
             raise
         except Exception as exc:
