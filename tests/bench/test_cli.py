@@ -132,3 +132,22 @@ def test_interrupted_run_keeps_rows_and_builds_report(sig, tmp_path):
     assert len(rows) >= seen
     assert len(rows) < 15 * 9  # it really stopped early
     assert (out / "report.md").exists()
+
+
+def test_interrupt_during_process_group_phase_keeps_streamed_rows(tmp_path):
+    out = tmp_path / "run"
+    proc = _bench(["--backends", "torch.distributed", "--nproc", "2", "--devices", "cpu,cpu", "-b", "64K",
+                   "-e", "256M", "-f", "2", "-n", "20", "--out", str(out)])
+    path = out / records.RECORDS_FILE
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and (not path.exists() or len(path.read_text().splitlines()) < 4):
+        time.sleep(0.1)
+    seen = len(path.read_text().splitlines()) - 1
+    assert seen >= 3, "the workers streamed no rows"
+    proc.send_signal(signal.SIGINT)
+    text, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, text
+    rows = records.load(out).bench
+    assert len(rows) >= seen and all(r.backend == "torch.distributed" and r.world_size == 2 for r in rows)
+    assert (out / "report.md").exists()
+    assert not (out / ".process-group-rows.jsonl").exists()

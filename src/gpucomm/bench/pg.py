@@ -140,6 +140,7 @@ def run_spawned(cfg: BenchConfig, emit: Emit, stream_path: Path, poll_s: float =
             outcome["error"] = exc
 
     reader = _StreamReader(stream_path)
+    before = _children()
     thread = threading.Thread(target=target, name="gpucomm-bench-launch", daemon=True)
     thread.start()
     try:
@@ -147,6 +148,11 @@ def run_spawned(cfg: BenchConfig, emit: Emit, stream_path: Path, poll_s: float =
             thread.join(poll_s)
             for row in reader.new_rows():
                 emit(parse_row(row))
+    except BaseException:
+        # Interrupted: stop the workers this launch started (multiprocessing would otherwise wait for
+        # them at exit), then keep whatever they finished.
+        _stop(_children() - before)
+        raise
     finally:
         for row in reader.new_rows():
             emit(parse_row(row))
@@ -157,6 +163,33 @@ def run_spawned(cfg: BenchConfig, emit: Emit, stream_path: Path, poll_s: float =
     for row in returned[reader.count:]:  # rows the stream lost, if any
         emit(parse_row(row))
     return summary
+
+
+def _children() -> set[int]:
+    import psutil
+
+    return {p.pid for p in psutil.Process().children()}
+
+
+def _stop(pids: set[int], grace_s: float = 3.0) -> None:
+    """SIGTERM the given child processes, then SIGKILL those still alive after ``grace_s``."""
+    import psutil
+
+    procs = []
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            proc.terminate()
+            procs.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    _, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            continue
+    psutil.wait_procs(alive, timeout=grace_s)
 
 
 def run_here(cfg: BenchConfig, emit: Emit) -> dict[str, Any]:
