@@ -92,9 +92,12 @@ def _check(backend: Backend, case: Case, bufs: BufferSet, cfg: BenchConfig) -> i
         return -1
     graph_outputs: list = []
     graph = None
-    if cfg.timing == timing.CUDA_GRAPH:
-        graph = timing.GraphTimer(backend.devices[0]).capture(
-            lambda _i: graph_outputs.append(backend.call(case, bufs)), ops=1, warmup=0)
+    if cfg.timing == timing.CUDA_GRAPH:  # check the graph path itself: replay a one-op graph
+        try:
+            graph = timing.GraphTimer(backend.devices[0]).capture(
+                lambda _i: graph_outputs.append(backend.call(case, bufs)), ops=1, warmup=0)
+        except Exception as exc:
+            raise GraphCaptureError(f"{type(exc).__name__}: {exc}") from exc
     wrong = 0
     for _ in range(cfg.check):
         fill(case, bufs, backend.participants)
