@@ -1,8 +1,8 @@
 """The typed configuration of one ``gpucomm bench`` run (parse → :class:`BenchConfig` → run).
 
 :func:`defaults_for` gives the machine-dependent defaults (``docs/performance.md`` §7): on CUDA, 8 B
-to 256 MiB ×4, 20 iterations, 5 warmups; on CPU, 8 B to 1 MiB ×8, 10 iterations, 2 warmups, so a
-2-core machine finishes in about two minutes.
+to 256 MiB ×4, 20 iterations, 5 warmups; on CPU, 8 B to 4 MiB ×8, 20 iterations, 3 warmups, so a
+loaded 2-core machine finishes well within two minutes.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def defaults_for(device_type: str) -> Defaults:
 
         return Defaults(minbytes=8, maxbytes=256 << 20, stepfactor=4, iters=20, warmup=5,
                         nproc=max(1, cuda_device_count()))
-    return Defaults(minbytes=8, maxbytes=1 << 20, stepfactor=8, iters=10, warmup=2,
+    return Defaults(minbytes=8, maxbytes=4 << 20, stepfactor=8, iters=20, warmup=3,
                     nproc=max(2, min(4, os.cpu_count() or 2)))
 
 
