@@ -52,11 +52,6 @@ class LiveView:
         self._live.stop()
         self._flush()
 
-    def add_total(self, more: int) -> None:
-        """Grow the planned row count (the process-group phase is planned once its ranks start)."""
-        task = self.progress.tasks[0]
-        self.progress.update(self.task, total=(task.total or 0) + more)
-
     def describe(self, text: str) -> None:
         """Say what is being measured now (beside the bar)."""
         self.progress.update(self.task, description=text)
