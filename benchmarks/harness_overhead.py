@@ -169,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         "buffers so caches do not flatter small sizes): ours / bare rotating isolates the harness's own cost,",
         "bare rotating / bare one buffer is the cache effect the rotation removes.",
         "",
+        "",
     ]
     text = "\n".join(head) + _table(results, args.nproc, backend) + "\n"
     print(text)
