@@ -30,13 +30,39 @@ Broadcast = Callable[[torch.Tensor, list[torch.device]], list[torch.Tensor]]
 ReduceAdd = Callable[[Sequence[torch.Tensor], torch.device], torch.Tensor]
 
 
+def _dense_buckets(tensors: list[torch.Tensor], buffer_size: int) -> list[list[torch.Tensor]] | None:
+    """``_take_tensors``' buckets when every tensor is dense with one dtype (one type: no ``.type()``
+    strings, no reordering), else None.  The caller guarantees one device."""
+    dtype = tensors[0].dtype
+    for t in tensors:
+        if t.layout != torch.strided or t.dtype != dtype:
+            return None
+    buckets: list[list[torch.Tensor]] = []
+    bucket: list[torch.Tensor] = []
+    size = 0
+    for t in tensors:
+        nbytes = t.nbytes
+        if size + nbytes > buffer_size and size > 0:  # _take_tensors' rule, byte for byte
+            buckets.append(bucket)
+            bucket, size = [], 0
+        bucket.append(t)
+        size += nbytes
+    buckets.append(bucket)
+    return buckets
+
+
 def broadcast_buckets(tensors: list[torch.Tensor], devices: list[torch.device], buffer_size: int,
                       broadcast: Broadcast) -> list[list[torch.Tensor]]:
     """One list per device; ``devices[0]``'s list holds the input tensors themselves."""
     outputs: list[list[torch.Tensor]] = [list(tensors)] + [[] for _ in devices[1:]]
+    if not tensors:
+        return outputs
+    dense = _dense_buckets(tensors, buffer_size)
+    buckets = dense if dense is not None else list(_take_tensors(tensors, buffer_size))
     types = set()
-    for bucket in _take_tensors(tensors, buffer_size):
-        types.add(bucket[0].type())
+    for bucket in buckets:
+        if dense is None:
+            types.add(bucket[0].type())
         if bucket[0].is_sparse:
             indices, values = _flatten_sparse_tensors(bucket)
             copies = zip(broadcast(indices, devices), broadcast(values, devices), strict=True)
@@ -47,9 +73,10 @@ def broadcast_buckets(tensors: list[torch.Tensor], devices: list[torch.device], 
             split: dict[int, list[torch.Tensor]] = {}  # a device listed again gets the same flat buffer
             for k, flat in enumerate(broadcast(_flatten_dense_tensors(bucket), devices)):
                 if k:
-                    if id(flat) not in split:
-                        split[id(flat)] = [t.data for t in _unflatten_dense_tensors(flat, bucket)]
-                    outputs[k].extend(split[id(flat)])
+                    parts = split.get(id(flat))
+                    if parts is None:
+                        parts = split[id(flat)] = [t.data for t in _unflatten_dense_tensors(flat, bucket)]
+                    outputs[k].extend(parts)
     if len(types) > 1:  # buckets are ordered within a type only
         outputs[1:] = [list(_reorder_tensors_as(o, tensors)) for o in outputs[1:]]
     return outputs

@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Sequence
 
@@ -29,7 +30,8 @@ import torch
 
 from gpucomm.comm import _host
 
-__all__ = ["OVERLAP_MIN_BYTES", "Copy", "Pair", "any_overlap", "copy_all", "overlaps", "protect", "side_stream"]
+__all__ = ["OVERLAP_MIN_BYTES", "Copy", "Pair", "any_overlap", "copy_all", "copy_many", "overlaps", "protect",
+           "side_stream"]
 
 OVERLAP_MIN_BYTES = 1 << 20
 """Cross-device copies at least this large run on side streams; smaller ones are issued like torch's."""
@@ -87,7 +89,7 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def any_overlap(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]) -> bool:
     """True when some output may overlap some input (storages compared first: O(n), not O(n^2))."""
-    shared = {_storage(o) for o in outputs} & {_storage(t) for t in inputs}
+    shared = _storages(outputs) & _storages(inputs)
     if not shared:
         return False
     return any(overlaps(o, t) for o in outputs for t in inputs
@@ -95,7 +97,7 @@ def any_overlap(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor])
 
 
 def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return (a.device == b.device and a.data_ptr() == b.data_ptr() and a.shape == b.shape
+    return (a.data_ptr() == b.data_ptr() and a.device == b.device and a.shape == b.shape
             and a.stride() == b.stride() and a.dtype == b.dtype)
 
 
@@ -106,26 +108,74 @@ def protect(pairs: Sequence[Pair | Copy], outputs: Sequence[torch.Tensor]) -> li
     source that any output overlaps otherwise is cloned first, on its device's current stream, so
     no copy reads memory another copy has already overwritten.
     """
-    storages = {_storage(o) for o in outputs}
+    storages = _storages(outputs)
+    if not storages:
+        return [p for p in pairs if not _same_view(p[0], p[1])]
     result = []
     for pair in pairs:
         dst, src = pair[0], pair[1]
-        if dst.data_ptr() == src.data_ptr() and _same_view(dst, src):
-            continue
         # memory can only overlap within one storage: the set test keeps this O(pairs), not O(pairs x outputs)
-        if storages and _storage(src) in storages and any(overlaps(o, src) for o in outputs):
-            pair = (dst, src.clone(), *pair[2:])
+        if _storage(src) in storages:
+            if _same_view(dst, src):
+                continue
+            if any(overlaps(o, src) for o in outputs):
+                pair = (dst, src.clone(), *pair[2:])
         result.append(pair)
     return result
 
 
-def _storage(t: torch.Tensor) -> tuple[torch.device, int]:
+_UNTYPED = torch.Tensor.untyped_storage
+_STORAGE_PTR = torch.UntypedStorage.data_ptr
+
+
+def _storages(ts: Sequence[torch.Tensor]) -> set[int]:
+    """``{_storage(t) for t in ts}``, computed in C when every tensor is strided (the common case)."""
+    try:
+        return set(map(_STORAGE_PTR, map(_UNTYPED, ts)))
+    except (RuntimeError, NotImplementedError):  # a sparse tensor has no storage
+        return {_storage(t) for t in ts}
+
+
+def _storage(t: torch.Tensor) -> int:
+    # The storage's address (unique across devices under unified addressing; a clash between devices
+    # would only cost an exact check, since overlaps() compares devices).  Non-strided: a private key.
     if t.layout != torch.strided:
-        return (t.device, -1 - id(t))
-    return (t.device, t.untyped_storage().data_ptr())
+        return -1 - id(t)
+    return t.untyped_storage().data_ptr()
 
 
 # ----- the executor --------------------------------------------------------------------------------
+_FOREACH_COPY = getattr(torch, "_foreach_copy_", None)  # torch >= 2.1; the loop below is the fallback
+
+
+def copy_many(dsts: Sequence[torch.Tensor], srcs: Sequence[torch.Tensor]) -> None:
+    """``dsts[i].copy_(srcs[i], non_blocking=True)`` for every i, in one call where torch allows it.
+
+    ``torch._foreach_copy_`` issues the whole batch from C++: one fused kernel when every tensor
+    sits on one GPU with one dtype and matching sizes and strides (a repeated device list), else
+    torch's own per-pair ``copy_`` loop, without a Python round trip per pair.  It has no autograd
+    formula, so a batch touching tensors that require grad, and complex tensors (conjugate views),
+    take the plain loop.
+    """
+    if len(dsts) > 1 and _FOREACH_COPY is not None and _batchable(dsts, srcs):
+        _FOREACH_COPY(list(dsts), list(srcs), non_blocking=True)
+        return
+    for dst, src in zip(dsts, srcs, strict=True):
+        dst.copy_(src, non_blocking=True)
+
+
+_REQUIRES_GRAD = operator.attrgetter("requires_grad")
+_DTYPE = operator.attrgetter("dtype")
+
+
+def _batchable(dsts: Sequence[torch.Tensor], srcs: Sequence[torch.Tensor]) -> bool:
+    if torch.is_grad_enabled() and (any(map(_REQUIRES_GRAD, dsts)) or any(map(_REQUIRES_GRAD, srcs))):
+        return False
+    dtypes = set(map(_DTYPE, dsts))
+    dtypes.update(map(_DTYPE, srcs))
+    return not any(d.is_complex for d in dtypes)
+
+
 def copy_all(pairs: Sequence[Pair | Copy]) -> None:
     """``dst.copy_(src)`` for every pair, overlapped; see the module docstring for the contract.
 
@@ -137,26 +187,38 @@ def copy_all(pairs: Sequence[Pair | Copy]) -> None:
     host_in: list[Copy] = []
     host_out: list[Pair] = []
     side: list[Pair] = []
+    plain: tuple[list[torch.Tensor], list[torch.Tensor]] = ([], [])  # GPU to GPU, issued like torch
+    local: tuple[list[torch.Tensor], list[torch.Tensor]] = ([], [])  # CPU to CPU
     for pair in pairs:
         dst, src = pair[0], pair[1]
         stream = pair[2] if len(pair) > 2 else None
-        dcuda, scuda = dst.device.type == "cuda", src.device.type == "cuda"
-        if not (dcuda or scuda):
-            dst.copy_(src)
-        elif not scuda:
-            host_in.append((dst, src, stream))
-        elif not dcuda:
+        dcuda, scuda = dst.is_cuda, src.is_cuda
+        if dcuda and scuda:
+            if stream is not None:
+                with torch.cuda.stream(stream):
+                    dst.copy_(src, non_blocking=True)
+                dst.record_stream(stream)  # written there: keep its memory from reuse until that stream is past
+            elif dst.nbytes >= OVERLAP_MIN_BYTES and dst.device != src.device:
+                side.append((dst, src))
+            else:
+                plain[0].append(dst)
+                plain[1].append(src)
+        elif scuda:
             host_out.append((dst, src))
-        elif (stream is None and dst.device != src.device
-              and dst.numel() * dst.element_size() >= OVERLAP_MIN_BYTES):
-            side.append((dst, src))
-        elif stream is None:
-            dst.copy_(src, non_blocking=True)
+        elif dcuda:
+            host_in.append((dst, src, stream))
         else:
-            with torch.cuda.stream(stream):
-                dst.copy_(src, non_blocking=True)
-            dst.record_stream(stream)  # written there: keep its memory from reuse until that stream is past
+            local[0].append(dst)
+            local[1].append(src)
+    if local[0]:
+        copy_many(*local)
+    if not (host_in or host_out or side):
+        if plain[0]:
+            copy_many(*plain)
+        return
     pending = _host.start_device_to_host(host_out) if host_out else None
+    if plain[0]:
+        copy_many(*plain)
     if side:
         _copy_on_side_streams(side)
     if host_in:

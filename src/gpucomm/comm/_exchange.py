@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import torch
@@ -65,7 +66,7 @@ def all_gather(tensors: Any, dim: int = 0, *, out: Any = None) -> list[torch.Ten
         outs = outs or [torch.empty(shape, dtype=t.dtype, device=t.device) for t in ts]
         _nccl.all_gather(ts, outs)
         return outs
-    cuda = any(x.type == "cuda" for x in devices)
+    cuda = any(t.is_cuda for t in ts)
     if devices.count(devices[0]) == len(devices):  # one device: one concatenation, then copies of it
         if outs is None:
             first = torch.cat(ts, d)
@@ -110,30 +111,44 @@ def all_to_all(tensor_lists: Any, *, out: Any = None) -> list[list[torch.Tensor]
     lists = _square(tensor_lists, "tensor_lists")
     n = len(lists)
     devices = [row[0].device for row in lists]
-    for i, row in enumerate(lists):
-        _dense(row, f"tensor_lists[{i}]")
-        for j, t in enumerate(row):
-            if t.device != devices[i]:
-                raise fail_value(f"tensor_lists[{i}][{j}]", f"a tensor on {devices[i]} (participant {i}'s "
-                                 f"device, that of tensor_lists[{i}][0])", describe(t),
-                                 "every tensor a participant sends must sit on its device")
-    cuda = any(x.type == "cuda" for x in devices)
+    if (set(map(_LAYOUT, [t for row in lists for t in row])) != {torch.strided}
+            or any(set(map(_DEVICE, row)) != {dev} for row, dev in zip(lists, devices, strict=True))):
+        for i, row in enumerate(lists):  # name the culprit
+            _dense(row, f"tensor_lists[{i}]")
+            for j, t in enumerate(row):
+                if t.device != devices[i]:
+                    raise fail_value(f"tensor_lists[{i}][{j}]", f"a tensor on {devices[i]} (participant {i}'s "
+                                     f"device, that of tensor_lists[{i}][0])", describe(t),
+                                     "every tensor a participant sends must sit on its device")
     if out is None and _uniform(lists, devices):  # one device, one shape: a single stacking kernel
         flat = torch.stack([lists[i][j] for j in range(n) for i in range(n)]).unbind(0)
         return [list(flat[j * n:(j + 1) * n]) for j in range(n)]
     if out is None:
+        cuda = any(row[0].is_cuda for row in lists)
         result = [[empty_like_on(lists[i][j], devices[j], pinned=cuda) for i in range(n)] for j in range(n)]
-        pairs = [(result[j][i], lists[i][j]) for j in range(n) for i in range(n)]
+        _copy.copy_all([(result[j][i], lists[i][j]) for j in range(n) for i in range(n)])
+        return result
+    result = _square(out, "out", n)
+    dsts = [o for row in result for o in row]
+    srcs = [lists[i][j] for j in range(n) for i in range(n)]  # in dsts' order: out[j][i] <- tensor_lists[i][j]
+    if (list(map(_SHAPE, dsts)) != list(map(_SHAPE, srcs)) or list(map(_DTYPE, dsts)) != list(map(_DTYPE, srcs))
+            or set(map(_LAYOUT, dsts)) != {torch.strided}
+            or list(map(_DEVICE, dsts)) != [d for d in devices for _ in range(n)]):
+        for k, (o, src) in enumerate(zip(dsts, srcs, strict=True)):  # name the culprit
+            _check_out(o, f"out[{k // n}][{k % n}]", list(src.shape), src.dtype, devices[k // n])
+    if _copy.any_overlap(dsts, srcs):  # in place (out is tensor_lists) or partly: snapshot what is read
+        _copy.copy_all(_copy.protect(list(zip(dsts, srcs, strict=True)), dsts))
+    elif devices.count(devices[0]) == n:  # one device: every copy is a local one, issued in one call
+        _copy.copy_many(dsts, srcs)
     else:
-        result = _square(out, "out", n)
-        for j in range(n):
-            for i in range(n):
-                src = lists[i][j]
-                _check_out(result[j][i], f"out[{j}][{i}]", list(src.shape), src.dtype, devices[j])
-        pairs = [(result[j][i], lists[i][j]) for j in range(n) for i in range(n)]
-        pairs = _copy.protect(pairs, [o for row in result for o in row])
-    _copy.copy_all(pairs)
+        _copy.copy_all(list(zip(dsts, srcs, strict=True)))
     return result
+
+
+_SHAPE = operator.attrgetter("shape")
+_DTYPE = operator.attrgetter("dtype")
+_LAYOUT = operator.attrgetter("layout")
+_DEVICE = operator.attrgetter("device")
 
 
 def _uniform(lists: list[list[torch.Tensor]], devices: list[torch.device]) -> bool:
@@ -143,6 +158,17 @@ def _uniform(lists: list[list[torch.Tensor]], devices: list[torch.device]) -> bo
 
 
 def _square(x: Any, arg: str, n: int | None = None) -> list[list[torch.Tensor]]:
+    if type(x) is list or type(x) is tuple:  # the common case, checked in bulk
+        k = len(x) if n is None else n
+        rows = [list(r) for r in x if type(r) is list or type(r) is tuple]
+        if (k and len(rows) == len(x) == k and list(map(len, rows)) == [k] * k
+                and set(map(type, [t for r in rows for t in r])) == {torch.Tensor}
+                and all(r[0].is_cuda or r[0].is_cpu for r in rows)):
+            return rows  # every other tensor's device is checked against its row's first by the callers
+    return _square_checked(x, arg, n)
+
+
+def _square_checked(x: Any, arg: str, n: int | None = None) -> list[list[torch.Tensor]]:
     if isinstance(x, torch.Tensor) or not isinstance(x, list | tuple):
         raise fail_type(arg, "a list of n lists of n tensors", x)
     rows = [check_tensors(row, f"{arg}[{i}]") for i, row in enumerate(x)]

@@ -3,13 +3,15 @@
 torch.cuda.comm copies one slot at a time and through pageable memory when one end is the CPU
 (a pageable copy is staged by the driver and blocks the host).  Here:
 
-* **device → host** (:func:`start_device_to_host`): every copy is issued asynchronously into pinned
+* **small transfers** (at most :data:`DIRECT_MAX_BYTES`) run exactly as torch runs them: one
+  ``copy_`` each, through the driver's own staging.
+* **device → host** (:func:`start_device_to_host`): every larger copy is issued asynchronously into pinned
   memory (torch's caching host allocator, ``torch.empty(..., pin_memory=True)``) before any is waited
   on, so each GPU's link runs in parallel; :meth:`Pending.finish` synchronises only the devices that
   were read and then, for destinations that are not themselves pinned and contiguous, copies the
   staged bytes into them.
 * **host → device** (:func:`host_to_device`): a pinned contiguous source is copied directly.  A
-  pageable (or strided) source is copied into pinned staging in pieces of :data:`PIECE_BYTES`; each
+  larger pageable (or strided) source is copied into pinned staging in pieces of :data:`PIECE_BYTES`; each
   piece's host-to-device copy is asynchronous, so the host memcpy of piece k+1 overlaps the DMA of
   piece k.  Pieces are issued round-robin across sources, a source going to several devices
   (broadcast) is staged once per piece for all of them, and the caching host allocator keeps a
@@ -22,10 +24,23 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-__all__ = ["PIECE_BYTES", "Pending", "host_to_device", "pinned_copy", "pinned_empty", "start_device_to_host"]
+__all__ = ["DIRECT_MAX_BYTES", "PIECE_BYTES", "Pending", "host_to_device", "pinned_copy", "pinned_empty",
+           "start_device_to_host"]
 
 PIECE_BYTES = 8 << 20
 """Bytes per pinned staging piece for pageable host-to-device copies."""
+
+DIRECT_MAX_BYTES = 256 << 10
+"""Host transfers of at most this many bytes (per copy) skip pinned staging and run as torch runs them.
+
+Small transfers are latency-bound: the pinned path's fixed costs (a block from the caching host
+allocator, an event recorded for it, a stream synchronisation) exceed what the driver's own staging
+of a pageable copy costs.  On an H200, torch.cuda.comm.gather to the CPU beat the pinned path up to
+32 KiB and lost from 512 KiB on (8 B - 64 MiB sweep, factor 16); pageable scatters lost to torch up
+to 512 KiB.  Below the threshold a pageable host-to-device copy is one ``copy_(non_blocking=True)``
+(the driver stages it before returning, so the source may be reused at once) and a device-to-host
+copy into pageable memory is one blocking ``copy_``.
+"""
 
 Pair = tuple[torch.Tensor, torch.Tensor]
 
@@ -65,6 +80,9 @@ def start_device_to_host(pairs: Sequence[Pair]) -> Pending:
     devices: set[torch.device] = set()
     staged: list[Pair] = []
     for dst, src in pairs:
+        if dst.nbytes <= DIRECT_MAX_BYTES and not dst.is_pinned():
+            dst.copy_(src)  # small and pageable: torch's blocking copy (it waits on src's current stream)
+            continue
         devices.add(src.device)
         if _direct(dst):
             dst.copy_(src, non_blocking=True)
@@ -79,7 +97,7 @@ def host_to_device(copies: Sequence[tuple]) -> None:
     """Issue every (cuda dst, cpu src, stream-or-None) copy; pageable sources go through pinned pieces."""
     groups: dict[int, tuple[torch.Tensor, list[tuple]]] = {}
     for dst, src, stream in copies:
-        if _direct(src):
+        if src.nbytes <= DIRECT_MAX_BYTES or _direct(src):  # small pageable: the driver stages it, as in torch
             _h2d(dst, src, stream)
         else:
             groups.setdefault(id(src), (src, []))[1].append((dst, stream))

@@ -56,15 +56,17 @@ def usable(tensors: Sequence[torch.Tensor], *, distinct: Sequence[torch.Tensor] 
     """
     if not available() or len(tensors) < 2:
         return False
+    group = tensors if distinct is None else distinct
+    if len({t.get_device() for t in group}) != len(group):  # first: it rules out repeated device lists cheaply
+        return False
     dtype = tensors[0].dtype
     allowed = _MOVE_DTYPES if op is None else _REDUCE_DTYPES
     if dtype not in allowed or (op is ReduceOp.AVG and not _has_avg()):
         return False
     for t in tensors:
-        if t.device.type != "cuda" or t.layout != torch.strided or t.dtype != dtype or not t.is_contiguous():
+        if not t.is_cuda or t.layout != torch.strided or t.dtype != dtype or not t.is_contiguous():
             return False
-    group = tensors if distinct is None else distinct
-    return len({t.device.index for t in group}) == len(group) >= 2
+    return len(group) >= 2
 
 
 def broadcast(tensors: list[torch.Tensor], root: int = 0) -> None:

@@ -28,6 +28,9 @@ __all__ = ["all_reduce", "reduce", "reduce_add", "reduce_add_coalesced", "reduce
 # ----- shared checks ---------------------------------------------------------------------------------
 def _inputs(tensors: Any, arg: str, *, dense: bool = True) -> list[torch.Tensor]:
     ts = check_tensors(tensors, arg)
+    shape, dtype = ts[0].shape, ts[0].dtype
+    if all(t.shape == shape and t.dtype == dtype and t.layout == torch.strided for t in ts):
+        return ts  # the common case, in one pass
     check_same_shape(ts, arg)
     check_same_dtype(ts, arg)
     if dense:
@@ -46,6 +49,10 @@ def _op(op: Any, dtype: torch.dtype, fn: str) -> ReduceOp:
 
 def _check_out_like(outs: list[torch.Tensor], shape: torch.Size | list[int], dtype: torch.dtype,
                     devices: list[torch.device], arg: str = "out") -> None:
+    shape = torch.Size(shape)
+    if all(o.shape == shape and o.dtype == dtype and o.layout == torch.strided and o.device == dev
+           for o, dev in zip(outs, devices, strict=True)):
+        return  # the common case, in one pass
     for i, o in enumerate(outs):
         if list(o.shape) != list(shape):
             raise fail_value(f"{arg}[{i}]", f"shape {list(shape)}", f"shape {list(o.shape)}")
@@ -210,15 +217,21 @@ def all_reduce(tensors: Any, op: Any = "sum", *, out: Any = None) -> list[torch.
         outs = outs or [torch.empty_like(t) for t in ts]
         _nccl.all_reduce(ts, outs, o)
         return outs
-    if outs is None and len(set(devices)) == 1:  # one device: reduce once, replicate with one kernel
-        result = combine(ts, o)
-        if result is ts[0]:
-            return replicate(result, len(ts))
-        return [result, *replicate(result, len(ts) - 1)]
+    if devices.count(devices[0]) == len(devices):  # one device: reduce once, replicate in one call
+        if outs is None:
+            result = combine(ts, o)
+            if result is ts[0]:
+                return replicate(result, len(ts))
+            return [result, *replicate(result, len(ts) - 1)]
+        # out[0] may alias inputs: combine reads every input before it writes.  The other outputs are
+        # written after it, in stream order, so they may alias inputs too.
+        result = combine(ts, o, outs[0])
+        _copy.copy_many(outs[1:], [result] * (len(outs) - 1))
+        return outs
     # Reduce into out[0] when given (it may alias tensors[0]: the reduction reads every input first),
     # then copy that result to every other participant.
     result = _reduce_to(ts, devices[0], o, None if outs is None else outs[0])
-    cuda = any(d.type == "cuda" for d in devices)
+    cuda = any(t.is_cuda for t in ts)
     if outs is None:
         fresh = result is not ts[0]
         outs = [result if (i == 0 and fresh) else empty_like_on(result, dev, pinned=cuda)
@@ -252,7 +265,7 @@ def reduce_scatter(tensors: Any, dim: int = 0, op: Any = "sum", *, out: Any = No
     chunk_shape = list(ts[0].shape)
     chunk_shape[d] = c
     devices = [t.device for t in ts]
-    cuda = any(x.type == "cuda" for x in devices)
+    cuda = any(t.is_cuda for t in ts)
     outs = None
     if out is not None:
         outs = check_outputs(out, n)

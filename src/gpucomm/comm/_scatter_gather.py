@@ -70,11 +70,14 @@ def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, 
         chunks = tensor.split(_chunk_sizes(chunk_sizes, len(devs), tensor.shape[d], d), d)
     strs = check_streams(streams, devs)
     home, k = tensor.device, len(chunks)
-    if home.type == "cpu" and _pin_once(tensor, devs):
-        return scatter(_host.pinned_copy(tensor), devs, chunk_sizes, d, streams)
     targets = devs[:k] if k < len(devs) else devs
     if targets.count(home) == k:  # every chunk is already where it goes: views, as torch returns
         return tuple(chunks)
+    if not tensor.is_cuda:
+        if _direct_from_host(tensor, chunks):
+            return _scatter_from_host(chunks, targets, strs)
+        if _pin_once(tensor, devs):
+            return scatter(_host.pinned_copy(tensor), devs, chunk_sizes, d, streams)
     cuda = tensor.is_cuda or any(x.type == "cuda" for x in targets)
     results, pairs = list(chunks), []
     for i, dev in enumerate(targets):
@@ -82,6 +85,34 @@ def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, 
             new = results[i] = empty_like_on(chunks[i], dev, pinned=cuda)
             pairs.append((new, chunks[i], None if strs is None else strs[i]))
     _copy.copy_all(pairs)
+    return tuple(results)
+
+
+def _direct_from_host(tensor: torch.Tensor, chunks: tuple[torch.Tensor, ...]) -> bool:
+    """Chunks of a host tensor go straight to their devices when the source is pinned, or when every
+    chunk is small (latency-bound: the driver's own staging is cheaper than ours); as torch does.
+
+    Pinned-ness is a property of the storage, so it is asked once, not once per chunk.
+    """
+    if max((c.nbytes for c in chunks), default=0) <= _host.DIRECT_MAX_BYTES:
+        return True
+    return all(c.is_contiguous() for c in chunks) and tensor.is_pinned()
+
+
+def _scatter_from_host(chunks: tuple[torch.Tensor, ...], targets: list[torch.device],
+                       streams: list | None) -> tuple[torch.Tensor, ...]:
+    # torch.cuda.comm.scatter's loop: chunk.to(device, non_blocking=True), under the chunk's stream.
+    # Allocated while that stream is current, a result belongs to it: no record_stream needed.
+    results = []
+    for i, (chunk, dev) in enumerate(zip(chunks, targets, strict=False)):
+        s = None if streams is None else streams[i]
+        if dev.type == "cpu":
+            results.append(chunk)  # a CPU slot is a view of the input, as torch returns it
+        elif s is None:
+            results.append(chunk.to(dev, non_blocking=True))
+        else:
+            with torch.cuda.stream(s):
+                results.append(chunk.to(dev, non_blocking=True))
     return tuple(results)
 
 
@@ -163,8 +194,10 @@ def gather(tensors: Any, dim: int = 0, destination: Any = None, *, out: Any = No
           default), the CPU when every input is on the CPU.
         * With ``out`` the result is written there (shape must be the concatenated shape) and
           ``destination`` must be omitted; ``out`` may be on the CPU or a GPU.
-        * A CPU result gathered from GPUs is allocated in pinned memory and every device's copy is
-          issued before any is waited on; the pinned tensor itself is returned, complete.
+        * A CPU result gathered from GPUs is complete on return.  Above ``_host.DIRECT_MAX_BYTES``
+          (256 KiB) it is allocated in pinned memory and every device's copy is issued before any is
+          waited on (the pinned tensor itself is returned); smaller results are pageable and filled
+          as torch fills them (latency-bound copies, where pinning costs more than it saves).
 
     Returns:
         ``Tensor``: the concatenation (or ``out``).
@@ -188,8 +221,12 @@ def gather(tensors: Any, dim: int = 0, destination: Any = None, *, out: Any = No
         _gather_into(ts, o, d, fresh=False)
         return o
     dest = _destination(destination, ts)
-    cuda = dest.type == "cuda" or [t.is_cuda for t in ts].count(True) > 0
-    result = empty_on(shape, ts[0].dtype, dest, pinned=cuda, memory_format=suggest_memory_format(ts))
+    dtype = ts[0].dtype
+    # A host result is pinned when a GPU takes part and it is big enough for pinning to pay
+    # (_host.DIRECT_MAX_BYTES); a small one is pageable, filled the way torch fills it.
+    pinned = (dest.type == "cpu" and math.prod(shape) * dtype.itemsize > _host.DIRECT_MAX_BYTES
+              and any(t.is_cuda for t in ts))
+    result = empty_on(shape, dtype, dest, pinned=pinned, memory_format=suggest_memory_format(ts))
     _gather_into(ts, result, d, fresh=True)
     return result
 
