@@ -25,3 +25,20 @@ def test_coalesced_sparse_travels_and_sums():
     sums = c.reduce_add_coalesced([[s, torch.arange(2.0)], [s, torch.arange(2.0)]], "cpu")
     assert isinstance(sums, tuple) and torch.equal(sums[0].to_dense(), 2 * s.to_dense())
     assert sums[1].tolist() == [0.0, 2.0]
+
+
+def test_dense_buckets_match_torch_take_tensors():
+    from torch._utils import _take_tensors
+
+    from gpucomm.comm._coalesce import _dense_buckets
+
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(40):
+        sizes = torch.randint(1, 50, (int(torch.randint(1, 12, (1,), generator=gen)),), generator=gen).tolist()
+        ts = [torch.zeros(s) for s in sizes]
+        limit = int(torch.randint(1, 400, (1,), generator=gen))
+        want = [[id(t) for t in b] for b in _take_tensors(ts, limit)]
+        got = [[id(t) for t in b] for b in _dense_buckets(ts, limit)]
+        assert got == want, (trial, sizes, limit)
+    assert _dense_buckets([torch.zeros(2), torch.zeros(2, dtype=torch.int64)], 100) is None  # two types
+    assert _dense_buckets([torch.zeros(2).to_sparse()], 100) is None

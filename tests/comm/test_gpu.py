@@ -57,6 +57,7 @@ def test_gather_to_cpu_along_inner_dim_and_into_pageable_out():
 @pytest.mark.parametrize("pinned", [False, True])
 def test_scatter_and_broadcast_from_host_through_pinned_pieces(monkeypatch, pinned):
     monkeypatch.setattr(_host, "PIECE_BYTES", 4096)  # many pieces, so the pipeline really runs
+    monkeypatch.setattr(_host, "DIRECT_MAX_BYTES", 1024)  # ... and the small-copy shortcut does not
     x = torch.arange(3 * 10_000, dtype=torch.float32).reshape(3, 10_000)
     if pinned:
         x = x.pin_memory()
@@ -105,6 +106,45 @@ def test_all_reduce_in_place_on_repeated_device():
     c.all_reduce(ts, "avg", out=ts)
     torch.cuda.synchronize()
     assert all(torch.all(t == 1.5) for t in ts)
+
+
+@requires_gpus(1)
+def test_small_host_transfers_take_torch_path_and_are_complete():
+    x = torch.arange(12.0)  # pageable, far below DIRECT_MAX_BYTES
+    streams = [torch.cuda.Stream(C0), None, torch.cuda.Stream(C0)]
+    parts = c.scatter(x, [C0, C0, C0], streams=streams)
+    copies = c.broadcast(x, [C0, C0])
+    x.fill_(-1)  # the driver staged the pageable source before returning: overwriting it is safe
+    torch.cuda.synchronize()
+    assert [p.tolist() for p in parts] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert all(y.tolist() == list(map(float, range(12))) for y in copies)
+    late = [_late(torch.arange(4.0) + 10 * i, C0) for i in range(3)]
+    got = c.gather(late, 0, "cpu")  # small: pageable, filled by blocking copies, complete on return
+    assert not got.is_pinned() and got.tolist() == [float(v + 10 * i) for i in range(3) for v in range(4)]
+    out = torch.zeros(3, 4).pin_memory()
+    c.gather([t.reshape(1, 4) for t in late], 0, out=out)  # a pinned out= stays on the async path
+    assert out.reshape(-1).tolist() == got.tolist()
+
+
+@requires_gpus(1)
+def test_one_device_batched_copies_order_with_current_stream():
+    n = 4
+    lists = [[_late(torch.full((1000,), 10.0 * i + j), C0) for j in range(n)] for i in range(n)]
+    grid = [[torch.empty(1000, device=C0) for _ in range(n)] for _ in range(n)]
+    assert c.all_to_all(lists, out=grid) is grid
+    back = c.all_to_all(grid)
+    c.all_to_all(lists, out=lists)  # in place
+    ts = [_late(torch.full((1 << 12,), float(i)), C0) for i in range(n)]
+    outs = [torch.empty(1 << 12, device=C0) for _ in range(n)]
+    c.all_reduce(ts, out=outs)
+    torch.cuda.synchronize()
+    for j in range(n):
+        for i in range(n):
+            assert torch.all(grid[j][i] == 10.0 * i + j) and torch.all(lists[j][i] == 10.0 * i + j)
+            assert torch.all(back[i][j] == 10.0 * i + j)
+    assert all(torch.all(o == 6.0) for o in outs)
+    bc = c.broadcast_coalesced([torch.arange(3.0, device=C0), torch.ones(2, 2, device=C0)], [C0, C0, C0])
+    assert all(torch.equal(bc[k][0].cpu(), torch.arange(3.0)) for k in range(3))
 
 
 # ----- two GPUs --------------------------------------------------------------------------------------

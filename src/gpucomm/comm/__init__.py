@@ -11,7 +11,8 @@ tensors are returned; ``out=`` lets the caller supply the outputs, and for the a
 Every function also runs on CPU tensors with device lists such as ``["cpu", "cpu", "cpu"]``, so
 every semantic can be tested without a GPU.  On GPUs NCCL (``torch.cuda.nccl``) is used where it
 applies (dense, contiguous, one dtype, distinct devices), a copy path with cached side streams
-otherwise, and host transfers go through pinned memory with every device's link driven at once.
+otherwise, and host transfers above 256 KiB go through pinned memory with every device's link driven
+at once (smaller ones run as torch runs them).
 
 Differences from torch, all deliberate (docs/semantics.md lists them): errors are ``TypeError`` /
 ``ValueError`` with messages that name the argument; CPU devices are accepted everywhere; complex

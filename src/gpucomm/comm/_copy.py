@@ -14,8 +14,10 @@
   Side streams first wait on the caller's current streams (cached events, no allocation per call),
   tensors are ``record_stream``-ed on them, and the current streams wait on the side streams at the
   end.
-* Small copies (below :data:`OVERLAP_MIN_BYTES`) are latency-bound: they are issued exactly as torch
-  issues them (one ``copy_(non_blocking=True)`` each), so we are never slower than torch there.
+* Small copies (below :data:`OVERLAP_MIN_BYTES`) and copies within one device are latency-bound:
+  they are issued as torch issues them (``copy_(non_blocking=True)``), but all of a call's at once
+  through :func:`copy_many` (``torch._foreach_copy_``: one fused kernel when they share a GPU, one
+  C++ loop otherwise), so a repeated device list pays one launch, not one per copy.
 * Host transfers go through :mod:`gpucomm.comm._host` (pinned staging).
 * :func:`protect` snapshots sources that an output overlaps, so ``out=`` may alias inputs.
 """
