@@ -1,12 +1,13 @@
-"""Output allocation: where a host result meets a GPU, it is pinned, so its copy can be asynchronous."""
+"""Output allocation: where a host result meets a GPU and is big enough, it is pinned, so its copy can be asynchronous."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
 
-from gpucomm.comm._host import pinned_empty
+from gpucomm.comm._host import DIRECT_MAX_BYTES, pinned_empty
 
 __all__ = ["empty_like_on", "empty_on", "replicate", "suggest_memory_format"]
 
@@ -17,15 +18,17 @@ def empty_on(shape: Sequence[int], dtype: torch.dtype, device: torch.device, *, 
 
     ``pinned`` means "a GPU takes part in this call": then the CUDA runtime is initialised anyway and
     a pinned host buffer lets the device-to-host copy run asynchronously, in parallel with others.
+    Buffers of at most ``_host.DIRECT_MAX_BYTES`` stay pageable: their copies are latency-bound and
+    run as torch runs them (see :mod:`gpucomm.comm._host`).
     """
-    if device.type == "cpu" and pinned:
+    if pinned and device.type == "cpu" and math.prod(shape) * dtype.itemsize > DIRECT_MAX_BYTES:
         return pinned_empty(shape, dtype, memory_format)
     return torch.empty(tuple(shape), dtype=dtype, device=device, memory_format=memory_format)
 
 
 def empty_like_on(t: torch.Tensor, device: torch.device, *, pinned: bool) -> torch.Tensor:
     """Like ``torch.empty_like(t, device=device)`` (strides preserved when dense), pinned as above."""
-    if device.type == "cpu" and pinned:
+    if pinned and device.type == "cpu" and t.nbytes > DIRECT_MAX_BYTES:
         if t.is_contiguous():
             return pinned_empty(t.shape, t.dtype)
         return torch.empty_like(t, device="cpu", pin_memory=True)

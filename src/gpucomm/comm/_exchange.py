@@ -17,6 +17,8 @@ __all__ = ["all_gather", "all_to_all", "send_recv"]
 
 
 def _dense(ts: list[torch.Tensor], arg: str) -> None:
+    if set(map(_LAYOUT, ts)) == {torch.strided}:
+        return
     for i, t in enumerate(ts):
         if t.layout != torch.strided:
             raise fail_value(f"{arg}[{i}]", "a dense (strided) tensor", describe(t), "convert it with .to_dense()")
@@ -59,8 +61,11 @@ def all_gather(tensors: Any, dim: int = 0, *, out: Any = None) -> list[torch.Ten
     outs = None
     if out is not None:
         outs = check_outputs(out, len(ts))
-        for i, o in enumerate(outs):
-            _check_out(o, f"out[{i}]", shape, ts[0].dtype, devices[i])
+        size, dtype = torch.Size(shape), ts[0].dtype
+        if not all(o.shape == size and o.dtype == dtype and o.device == dev and o.layout == torch.strided
+                   for o, dev in zip(outs, devices, strict=True)):
+            for i, o in enumerate(outs):  # name the culprit
+                _check_out(o, f"out[{i}]", shape, dtype, devices[i])
     flat = math.prod(shape[:d]) == 1 and all(t.shape == ts[0].shape for t in ts)
     if flat and _nccl.usable(ts + (outs or []), distinct=ts):
         outs = outs or [torch.empty(shape, dtype=t.dtype, device=t.device) for t in ts]
@@ -73,7 +78,7 @@ def all_gather(tensors: Any, dim: int = 0, *, out: Any = None) -> list[torch.Ten
             return [first, *replicate(first, len(ts) - 1)]
         if not _copy.any_overlap(outs, ts):
             torch.cat(ts, d, out=outs[0])
-            _copy.copy_all([(o, outs[0]) for o in outs[1:]])
+            _copy.copy_many(outs[1:], [outs[0]] * (len(outs) - 1))  # one device: local copies, one call
             return outs
     if outs is None:
         outs = [empty_on(shape, ts[0].dtype, dev, pinned=cuda) for dev in devices]

@@ -221,12 +221,10 @@ def gather(tensors: Any, dim: int = 0, destination: Any = None, *, out: Any = No
         _gather_into(ts, o, d, fresh=False)
         return o
     dest = _destination(destination, ts)
-    dtype = ts[0].dtype
     # A host result is pinned when a GPU takes part and it is big enough for pinning to pay
-    # (_host.DIRECT_MAX_BYTES); a small one is pageable, filled the way torch fills it.
-    pinned = (dest.type == "cpu" and math.prod(shape) * dtype.itemsize > _host.DIRECT_MAX_BYTES
-              and any(t.is_cuda for t in ts))
-    result = empty_on(shape, dtype, dest, pinned=pinned, memory_format=suggest_memory_format(ts))
+    # (empty_on's rule); a small one is pageable, filled the way torch fills it.
+    pinned = any(t.is_cuda for t in ts)
+    result = empty_on(shape, ts[0].dtype, dest, pinned=pinned, memory_format=suggest_memory_format(ts))
     _gather_into(ts, result, d, fresh=True)
     return result
 
