@@ -28,9 +28,27 @@ __all__ = [
     "check_same_shape",
     "check_streams",
     "check_tensors",
+    "dense_like",
     "devices_arg",
     "destination_arg",
 ]
+
+_SHAPE = operator.attrgetter("shape")
+_DTYPE = operator.attrgetter("dtype")
+_LAYOUT = operator.attrgetter("layout")
+_DEVICE = operator.attrgetter("device")
+
+
+def dense_like(ts: Sequence[torch.Tensor], shape: Sequence[int], dtype: torch.dtype,
+               devices: Sequence[torch.device] | None = None) -> bool:
+    """True when every tensor is strided with ``shape`` and ``dtype`` (and sits on ``devices[i]``).
+
+    The common case of the shape/dtype/device checks, asked in one C-level pass per attribute; when
+    it says no, the callers run their per-tensor checks, which name the culprit.
+    """
+    return (set(map(_SHAPE, ts)) == {torch.Size(shape)} and set(map(_DTYPE, ts)) == {dtype}
+            and set(map(_LAYOUT, ts)) == {torch.strided}
+            and (devices is None or list(map(_DEVICE, ts)) == list(devices)))
 
 
 def check_device(dev: torch.device, arg: str) -> torch.device:

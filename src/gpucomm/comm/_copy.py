@@ -160,7 +160,7 @@ def copy_many(dsts: Sequence[torch.Tensor], srcs: Sequence[torch.Tensor]) -> Non
     take the plain loop.
     """
     if len(dsts) > 1 and _FOREACH_COPY is not None and _batchable(dsts, srcs):
-        _FOREACH_COPY(list(dsts), list(srcs), non_blocking=True)
+        _FOREACH_COPY(dsts, srcs, non_blocking=True)
         return
     for dst, src in zip(dsts, srcs, strict=True):
         dst.copy_(src, non_blocking=True)
@@ -171,11 +171,10 @@ _DTYPE = operator.attrgetter("dtype")
 
 
 def _batchable(dsts: Sequence[torch.Tensor], srcs: Sequence[torch.Tensor]) -> bool:
-    if torch.is_grad_enabled() and (any(map(_REQUIRES_GRAD, dsts)) or any(map(_REQUIRES_GRAD, srcs))):
+    ts = [*dsts, *srcs]
+    if torch.is_grad_enabled() and any(map(_REQUIRES_GRAD, ts)):
         return False
-    dtypes = set(map(_DTYPE, dsts))
-    dtypes.update(map(_DTYPE, srcs))
-    return not any(d.is_complex for d in dtypes)
+    return not any(d.is_complex for d in set(map(_DTYPE, ts)))
 
 
 def copy_all(pairs: Sequence[Pair | Copy]) -> None:

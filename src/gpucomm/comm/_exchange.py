@@ -11,7 +11,7 @@ import torch
 from gpucomm._validate import check_same_dtype, describe, fail_type, fail_value
 from gpucomm.comm import _copy, _nccl
 from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
-from gpucomm.comm._checks import check_cat_shapes, check_dim, check_outputs, check_tensors
+from gpucomm.comm._checks import check_cat_shapes, check_dim, check_outputs, check_tensors, dense_like
 
 __all__ = ["all_gather", "all_to_all", "send_recv"]
 
@@ -61,11 +61,9 @@ def all_gather(tensors: Any, dim: int = 0, *, out: Any = None) -> list[torch.Ten
     outs = None
     if out is not None:
         outs = check_outputs(out, len(ts))
-        size, dtype = torch.Size(shape), ts[0].dtype
-        if not all(o.shape == size and o.dtype == dtype and o.device == dev and o.layout == torch.strided
-                   for o, dev in zip(outs, devices, strict=True)):
+        if not dense_like(outs, shape, ts[0].dtype, devices):
             for i, o in enumerate(outs):  # name the culprit
-                _check_out(o, f"out[{i}]", shape, dtype, devices[i])
+                _check_out(o, f"out[{i}]", shape, ts[0].dtype, devices[i])
     flat = math.prod(shape[:d]) == 1 and all(t.shape == ts[0].shape for t in ts)
     if flat and _nccl.usable(ts + (outs or []), distinct=ts):
         outs = outs or [torch.empty(shape, dtype=t.dtype, device=t.device) for t in ts]

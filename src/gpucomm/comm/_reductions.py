@@ -17,6 +17,7 @@ from gpucomm.comm._checks import (
     check_outputs,
     check_same_shape,
     check_tensors,
+    dense_like,
     destination_arg,
 )
 from gpucomm.comm._reduce import check_op_dtype, combine, reduce_stacked
@@ -28,9 +29,8 @@ __all__ = ["all_reduce", "reduce", "reduce_add", "reduce_add_coalesced", "reduce
 # ----- shared checks ---------------------------------------------------------------------------------
 def _inputs(tensors: Any, arg: str, *, dense: bool = True) -> list[torch.Tensor]:
     ts = check_tensors(tensors, arg)
-    shape, dtype = ts[0].shape, ts[0].dtype
-    if all(t.shape == shape and t.dtype == dtype and t.layout == torch.strided for t in ts):
-        return ts  # the common case, in one pass
+    if dense_like(ts, ts[0].shape, ts[0].dtype):
+        return ts  # the common case, in bulk
     check_same_shape(ts, arg)
     check_same_dtype(ts, arg)
     if dense:
@@ -49,10 +49,8 @@ def _op(op: Any, dtype: torch.dtype, fn: str) -> ReduceOp:
 
 def _check_out_like(outs: list[torch.Tensor], shape: torch.Size | list[int], dtype: torch.dtype,
                     devices: list[torch.device], arg: str = "out") -> None:
-    shape = torch.Size(shape)
-    if all(o.shape == shape and o.dtype == dtype and o.layout == torch.strided and o.device == dev
-           for o, dev in zip(outs, devices, strict=True)):
-        return  # the common case, in one pass
+    if dense_like(outs, shape, dtype, devices):
+        return  # the common case, in bulk
     for i, o in enumerate(outs):
         if list(o.shape) != list(shape):
             raise fail_value(f"{arg}[{i}]", f"shape {list(shape)}", f"shape {list(o.shape)}")
