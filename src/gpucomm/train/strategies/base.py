@@ -28,6 +28,7 @@ from torch import nn
 
 from gpucomm.train.config import TrainConfig
 from gpucomm.train.models import Workload
+from gpucomm.train.strategies.losses import scalar_loss
 
 __all__ = [
     "StepResult",
@@ -72,6 +73,20 @@ class Strategy(abc.ABC):
     def not_applicable(cls, config: TrainConfig) -> str | None:
         """Why the strategy cannot run under ``config``, or None when it can."""
         return None
+
+    def _plain_step(self, module: nn.Module, batch: tuple[Any, Any]) -> StepResult:
+        """Forward ``batch`` through ``module`` on ``self.device``, backward, one optimizer step.
+
+        The step that ``single``, ``dp`` and ``ddp`` share: they differ only in the module they call
+        (the model, its DataParallel wrapper, its DDP wrapper) and in which samples they are given.
+        """
+        inputs, targets = (to_device(x, self.device) for x in batch)
+        with autocast(self.device, self.precision):
+            loss = scalar_loss(self.workload.loss_fn(call_model(module, inputs), targets))
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return StepResult(loss=loss.item())
 
     @abc.abstractmethod
     def prepare(self, workload: Workload) -> None:

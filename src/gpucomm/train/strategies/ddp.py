@@ -20,15 +20,11 @@ from gpucomm.train.models import Workload
 from gpucomm.train.strategies.base import (
     StepResult,
     Strategy,
-    autocast,
-    call_model,
     make_optimizer,
     parameter_state,
     reset_peak_memory,
     split_batch,
-    to_device,
 )
-from gpucomm.train.strategies.losses import scalar_loss
 
 __all__ = ["DDPStrategy"]
 
@@ -55,13 +51,7 @@ class DDPStrategy(Strategy):
 
     def step(self, step: int, batch: tuple[Any, Any]) -> StepResult:
         shard = split_batch(batch, self.world_size, self.config.global_batch)[self.rank]
-        inputs, targets = (to_device(x, self.device) for x in shard)
-        with autocast(self.device, self.precision):
-            loss = scalar_loss(self.workload.loss_fn(call_model(self.ddp, inputs), targets))
-        loss.backward()
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return StepResult(loss=loss.item())
+        return self._plain_step(self.ddp, shard)
 
     def state(self) -> dict[str, torch.Tensor]:
         return parameter_state(self.model)

@@ -25,13 +25,10 @@ from gpucomm.train.strategies.base import (
     StepResult,
     Strategy,
     autocast,
-    call_model,
     make_optimizer,
     parameter_state,
     reset_peak_memory,
-    to_device,
 )
-from gpucomm.train.strategies.losses import scalar_loss
 
 __all__ = ["DataParallelStrategy"]
 
@@ -73,13 +70,7 @@ class DataParallelStrategy(Strategy):
 
     def step(self, step: int, batch: tuple[Any, Any]) -> StepResult:
         # As users write it: the batch goes to devices[0]; DataParallel scatters it from there.
-        inputs, targets = (to_device(x, self.device) for x in batch)
-        with autocast(self.device, self.precision):
-            loss = scalar_loss(self.workload.loss_fn(call_model(self.dp, inputs), targets))
-        loss.backward()
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return StepResult(loss=loss.item())
+        return self._plain_step(self.dp, batch)
 
     def state(self) -> dict[str, torch.Tensor]:
         return parameter_state(self.model)

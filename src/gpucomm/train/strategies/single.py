@@ -10,14 +10,10 @@ from gpucomm.train.models import Workload
 from gpucomm.train.strategies.base import (
     StepResult,
     Strategy,
-    autocast,
-    call_model,
     make_optimizer,
     parameter_state,
     reset_peak_memory,
-    to_device,
 )
-from gpucomm.train.strategies.losses import scalar_loss
 
 __all__ = ["SingleStrategy"]
 
@@ -39,13 +35,7 @@ class SingleStrategy(Strategy):
         self.optimizer = make_optimizer(self.model.parameters(), self.device, self.config)
 
     def step(self, step: int, batch: tuple[Any, Any]) -> StepResult:
-        inputs, targets = (to_device(x, self.device) for x in batch)
-        with autocast(self.device, self.precision):
-            loss = scalar_loss(self.workload.loss_fn(call_model(self.model, inputs), targets))
-        loss.backward()
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return StepResult(loss=loss.item())
+        return self._plain_step(self.model, batch)
 
     def state(self) -> dict[str, torch.Tensor]:
         return parameter_state(self.model)
