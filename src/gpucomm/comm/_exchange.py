@@ -114,8 +114,11 @@ def all_to_all(tensor_lists: Any, *, out: Any = None) -> list[list[torch.Tensor]
     lists = _square(tensor_lists, "tensor_lists")
     n = len(lists)
     devices = [row[0].device for row in lists]
-    if (set(map(_LAYOUT, [t for row in lists for t in row])) != {torch.strided}
-            or any(set(map(_DEVICE, row)) != {dev} for row, dev in zip(lists, devices, strict=True))):
+    one = devices.count(devices[0]) == n  # one device (a repeated list, or the CPU): checks in one pass
+    everything = [t for row in lists for t in row]
+    if (set(map(_LAYOUT, everything)) != {torch.strided}
+            or (set(map(_DEVICE, everything)) != {devices[0]} if one else
+                any(set(map(_DEVICE, row)) != {dev} for row, dev in zip(lists, devices, strict=True)))):
         for i, row in enumerate(lists):  # name the culprit
             _dense(row, f"tensor_lists[{i}]")
             for j, t in enumerate(row):
@@ -136,12 +139,13 @@ def all_to_all(tensor_lists: Any, *, out: Any = None) -> list[list[torch.Tensor]
     srcs = [lists[i][j] for j in range(n) for i in range(n)]  # in dsts' order: out[j][i] <- tensor_lists[i][j]
     if (list(map(_SHAPE, dsts)) != list(map(_SHAPE, srcs)) or list(map(_DTYPE, dsts)) != list(map(_DTYPE, srcs))
             or set(map(_LAYOUT, dsts)) != {torch.strided}
-            or list(map(_DEVICE, dsts)) != [d for d in devices for _ in range(n)]):
+            or (set(map(_DEVICE, dsts)) != {devices[0]} if one else
+                list(map(_DEVICE, dsts)) != [d for d in devices for _ in range(n)])):
         for k, (o, src) in enumerate(zip(dsts, srcs, strict=True)):  # name the culprit
             _check_out(o, f"out[{k // n}][{k % n}]", list(src.shape), src.dtype, devices[k // n])
     if _copy.any_overlap(dsts, srcs):  # in place (out is tensor_lists) or partly: snapshot what is read
         _copy.copy_all(_copy.protect(list(zip(dsts, srcs, strict=True)), dsts))
-    elif devices.count(devices[0]) == n:  # one device: every copy is a local one, issued in one call
+    elif one:  # every copy is a local one, issued in one call
         _copy.copy_many(dsts, srcs)
     else:
         _copy.copy_all(list(zip(dsts, srcs, strict=True)))
