@@ -20,19 +20,24 @@ def test_overlaps_and_protect():
     assert torch.equal(src, torch.arange(3.0, 8.0))
 
 
-def test_copy_many_copies_and_keeps_autograd_and_conjugates():
-    from gpucomm.comm._copy import copy_many
+def test_copy_many_copies_and_keeps_autograd_and_conjugates(monkeypatch):
+    from gpucomm.comm import _copy as cp
 
-    srcs = [torch.arange(3.0) + i for i in range(4)]
-    dsts = [torch.zeros(3) for _ in range(4)]
-    copy_many(dsts, srcs)
-    assert all(torch.equal(d, s) for d, s in zip(dsts, srcs, strict=True))
+    k = cp.FOREACH_MIN_COPIES  # big enough a batch for the fused call
+    batched = []
+    real = cp._FOREACH_COPY
+    monkeypatch.setattr(cp, "_FOREACH_COPY", lambda d, s, **kw: (batched.append(len(d)), real(d, s, **kw)))
+    srcs = [torch.arange(3.0) + i for i in range(k)]
+    dsts = [torch.zeros(3) for _ in range(k)]
+    cp.copy_many(dsts, srcs)
+    assert batched == [k] and all(torch.equal(d, s) for d, s in zip(dsts, srcs, strict=True))
     leaf = torch.ones(3, requires_grad=True)
-    outs = [torch.zeros(3), torch.zeros(3)]
-    copy_many(outs, [leaf * 2, leaf * 3])  # no foreach formula: must take copy_, which records the graph
-    (outs[0].sum() + outs[1].sum()).backward()
-    assert leaf.grad.tolist() == [5.0, 5.0, 5.0]
+    outs = [torch.zeros(3) for _ in range(k)]
+    cp.copy_many(outs, [leaf * (i + 1) for i in range(k)])  # no foreach formula: copy_ records the graph
+    sum(o.sum() for o in outs).backward()
+    assert leaf.grad.tolist() == [k * (k + 1) / 2] * 3
     z = torch.tensor([1 + 2j, 3 - 1j])
-    got = [torch.zeros(2, dtype=torch.complex64), torch.zeros(2, dtype=torch.complex64)]
-    copy_many(got, [z.conj(), z])
-    assert torch.equal(got[0], torch.tensor([1 - 2j, 3 + 1j])) and torch.equal(got[1], z)
+    got = [torch.zeros(2, dtype=torch.complex64) for _ in range(k)]
+    cp.copy_many(got, [z.conj()] * k)  # conjugate views take copy_, which resolves them
+    assert all(torch.equal(g, torch.tensor([1 - 2j, 3 + 1j])) for g in got)
+    assert batched == [k]  # neither of the last two was batched

@@ -111,11 +111,10 @@ def all_to_all(tensor_lists: Any, *, out: Any = None) -> list[list[torch.Tensor]
     Returns:
         ``list[list[Tensor]]``: new tensors (or ``out``).
     """
-    lists = _square(tensor_lists, "tensor_lists")
+    lists, everything = _square(tensor_lists, "tensor_lists")
     n = len(lists)
     devices = [row[0].device for row in lists]
     one = devices.count(devices[0]) == n  # one device (a repeated list, or the CPU): checks in one pass
-    everything = [t for row in lists for t in row]
     if (set(map(_LAYOUT, everything)) != {torch.strided}
             or (set(map(_DEVICE, everything)) != {devices[0]} if one else
                 any(set(map(_DEVICE, row)) != {dev} for row, dev in zip(lists, devices, strict=True)))):
@@ -134,10 +133,10 @@ def all_to_all(tensor_lists: Any, *, out: Any = None) -> list[list[torch.Tensor]
         result = [[empty_like_on(lists[i][j], devices[j], pinned=cuda) for i in range(n)] for j in range(n)]
         _copy.copy_all([(result[j][i], lists[i][j]) for j in range(n) for i in range(n)])
         return result
-    result = _square(out, "out", n)
-    dsts = [o for row in result for o in row]
+    result, dsts = _square(out, "out", n)
     srcs = [lists[i][j] for j in range(n) for i in range(n)]  # in dsts' order: out[j][i] <- tensor_lists[i][j]
-    if (list(map(_SHAPE, dsts)) != list(map(_SHAPE, srcs)) or list(map(_DTYPE, dsts)) != list(map(_DTYPE, srcs))
+    dtypes = list(map(_DTYPE, srcs))
+    if (list(map(_SHAPE, dsts)) != list(map(_SHAPE, srcs)) or list(map(_DTYPE, dsts)) != dtypes
             or set(map(_LAYOUT, dsts)) != {torch.strided}
             or (set(map(_DEVICE, dsts)) != {devices[0]} if one else
                 list(map(_DEVICE, dsts)) != [d for d in devices for _ in range(n)])):
@@ -146,7 +145,7 @@ def all_to_all(tensor_lists: Any, *, out: Any = None) -> list[list[torch.Tensor]
     if _copy.any_overlap(dsts, srcs):  # in place (out is tensor_lists) or partly: snapshot what is read
         _copy.copy_all(_copy.protect(list(zip(dsts, srcs, strict=True)), dsts))
     elif one:  # every copy is a local one, issued in one call
-        _copy.copy_many(dsts, srcs)
+        _copy.copy_many(dsts, srcs, dtypes=set(dtypes))
     else:
         _copy.copy_all(list(zip(dsts, srcs, strict=True)))
     return result
@@ -164,15 +163,17 @@ def _uniform(lists: list[list[torch.Tensor]], devices: list[torch.device]) -> bo
         t.shape == first.shape and t.dtype == first.dtype for row in lists for t in row)
 
 
-def _square(x: Any, arg: str, n: int | None = None) -> list[list[torch.Tensor]]:
+def _square(x: Any, arg: str, n: int | None = None) -> tuple[list[list[torch.Tensor]], list[torch.Tensor]]:
+    """The rows of an n x n list of tensors, and all its tensors row by row."""
     if type(x) is list or type(x) is tuple:  # the common case, checked in bulk
         k = len(x) if n is None else n
         rows = [list(r) for r in x if type(r) is list or type(r) is tuple]
-        if (k and len(rows) == len(x) == k and list(map(len, rows)) == [k] * k
-                and set(map(type, [t for r in rows for t in r])) == {torch.Tensor}
-                and all(r[0].is_cuda or r[0].is_cpu for r in rows)):
-            return rows  # every other tensor's device is checked against its row's first by the callers
-    return _square_checked(x, arg, n)
+        flat = [t for r in rows for t in r]
+        if (k and len(rows) == len(x) == k and len(flat) == k * k and list(map(len, rows)) == [k] * k
+                and set(map(type, flat)) == {torch.Tensor} and all(r[0].is_cuda or r[0].is_cpu for r in rows)):
+            return rows, flat  # every other tensor's device is checked against its row's first by the callers
+    rows = _square_checked(x, arg, n)
+    return rows, [t for r in rows for t in r]
 
 
 def _square_checked(x: Any, arg: str, n: int | None = None) -> list[list[torch.Tensor]]:
