@@ -9,7 +9,8 @@ Step-time models (cost-model.md §2-§3, §6; all collectives through :func:`col
   per-device thread cost.
 * ``ddp`` (one process per GPU): DDP's buckets (1 MiB first, then 25 MiB) all-reduced as backward
   produces them; only what runs past the end of backward is exposed (the last bucket always is), plus
-  DDP's measured 3-5% overhead (4% used, for every process-per-GPU strategy).
+  DDP's measured 3-5% overhead (4% used, for every process-per-GPU strategy, at every world size: it
+  was measured on one GPU).
 * ``zero1``/``zero2``: gradients reduce-scattered in buckets during backward, the optimizer on a 1/N
   shard, then an all-gather of the updated weights that nothing overlaps: 2 Psi per GPU, like DDP.
 * ``zero3``/``fsdp``: per unit, an all-gather of its weights before forward and again before backward,
@@ -23,7 +24,8 @@ Compute per device for ``b = global_batch / N`` samples comes from one of three 
 * ``6 Psi b tokens / achieved FLOP/s``, with the FLOP/s from calibration;
 * ``6 Psi b tokens / (peak x MFU)``, with the MFU stated (default :data:`DEFAULT_MFU`).
 
-On ``cpu-gloo`` the devices of one machine share its cores (see :func:`_compute_s`).  Calibration may
+On ``cpu-gloo`` the devices of one machine share its cores, whether they are processes or threads (see
+:func:`_compute_s`).  Calibration may
 add a per-device cost and a compute slowdown per strategy
 (:func:`gpucomm.advisor.calibrate.fit_overheads`).  The optimizer is memory-bound: bytes touched / HBM
 bandwidth (already inside a measured step).  Scaling efficiency: throughput / (N x one GPU's throughput
@@ -50,7 +52,7 @@ from gpucomm.advisor.workload import Workload, builtin_shape, make_workload
 
 __all__ = ["DDP_OVERHEAD_FRAC", "DEFAULT_MFU", "DEFAULT_PER_DEVICE_S", "SIMPLICITY", "STRATEGIES",
            "TIE_MARGIN", "Prediction", "PredictionError", "collective_s", "predict", "rank", "scale",
-           "workload_from_record"]
+           "single_step_s", "workload_from_record"]
 
 STRATEGIES = ("dp", "replicated", "ddp", "zero1", "zero2", "zero3", "fsdp")
 SIMPLICITY = ("ddp", "replicated", "zero1", "zero2", "fsdp", "zero3", "dp")
@@ -62,7 +64,9 @@ DEFAULT_MFU = 0.30
 6 x 124.4 M x 16384 / 42.9 ms = 285 TFLOP/s = 29% of the 989 TFLOP/s bf16 dense peak."""
 DDP_OVERHEAD_FRAC = 0.04
 """DDP's own overhead on one GPU, 3-5% (pytorch benchmarks/distributed/ddp/README.md, cost-model.md §2).
-Applied to ZeRO and FSDP too (assumed: their wrappers hook backward and copy into buckets the same way)."""
+Applied at every world size, one included (that is where it was measured: the hooks and bucket copies
+run whether or not there is anyone to all-reduce with), and to ZeRO and FSDP too (assumed: their
+wrappers hook backward and copy into buckets the same way)."""
 DEFAULT_PER_DEVICE_S = {"dp": 2.0e-3, "replicated": 0.2e-3, "ddp": 0.0, "zero1": 0.0, "zero2": 0.0,
                         "zero3": 0.0, "fsdp": 0.0}
 """Per-device per-step Python cost when no train records calibrate it.  ASSUMED, not measured: dp 2 ms
@@ -152,21 +156,23 @@ def collective_s(profile: HardwareProfile, op: str, nbytes: float, g: int, m: in
 # ---------------------------------------------------------------- compute
 
 
-def _compute_s(profile: HardwareProfile, wl: Workload, b: float, mfu: float, g: int = 1,
-               one_process: bool = False) -> tuple[float, str]:
+def _compute_s(profile: HardwareProfile, wl: Workload, b: float, mfu: float, g: int = 1) -> tuple[float, str]:
     """Seconds of forward + backward for ``b`` samples on one device of a machine running ``g`` devices.
 
-    On a ``cpu-gloo`` profile the "devices" of one machine share its C cores: with t threads per process
-    (as measured on one device), g processes slow each other down by ``max(1, g t / C)`` — with torch's
-    default t = C, g devices of ``b`` samples take as long as one device doing ``g b``.  One-process
-    strategies (``one_process``) run their CPU replicas in Python threads of one interpreter, which the
-    GIL serialises where Python overhead dominates small CPU ops: factor g.
+    On a ``cpu-gloo`` profile the "devices" of one machine share its C cores: with t torch threads per
+    device (as measured on one device), g devices slow each other down by ``max(1, g t / C)`` — with
+    torch's default t = C, g devices of ``b`` samples take as long as one device doing ``g b``.  This
+    holds for processes (ddp) and for the Python threads of one process (replicated) alike: ATen ops
+    release the GIL, so two replica threads with one torch thread each run on two cores at once.  On
+    2 cores with ``OMP_NUM_THREADS=1``, replicated gpt-tiny and mlp ran as fast as ddp, about 0.6x
+    single on the whole batch (benchmarks/results/advisor-accuracy_cpu-gloo_2026-12-02.md).  What the
+    GIL does serialise (Python between the ops) is left to the calibrated slowdown.
     """
     if profile.kind == "cpu-gloo" and g > 1:
         host = (profile.calibration or {}).get("host") or {}
         cores = host.get("cores") or 1
         threads = host.get("threads") or cores
-        b *= g if one_process else max(1.0, g * threads / cores)
+        b *= max(1.0, g * threads / cores)
     comp = (profile.calibration or {}).get("compute") or {}
     model = (comp.get("models") or {}).get(wl.model)
     if model:
@@ -275,6 +281,15 @@ def _comm(strategy: str, profile: HardwareProfile, wl: Workload, g: int, m: int,
     return exposed, 2 * sum(ag) + sum(rs)
 
 
+def single_step_s(profile: HardwareProfile, wl: Workload, mfu: float = DEFAULT_MFU) -> float:
+    """Predicted step of plain training on one device (``gpucomm train``'s ``single``): compute + optimizer.
+
+    No wrapper, no communication, no calibrated overhead: the baseline every strategy is compared with.
+    """
+    compute, how = _compute_s(profile, wl, wl.global_batch, mfu)
+    return compute + _optimizer_s(profile, wl, 1.0, how.startswith("compute measured"))
+
+
 def _not_applicable(strategy: str, profile: HardwareProfile, m: int) -> str:
     if strategy in _LOCAL and m > 1:
         return f"{strategy} is one process: it cannot span {m} machines"
@@ -299,7 +314,7 @@ def predict(strategy: str, profile: HardwareProfile, wl: Workload, *, gpus_per_n
     g, m = gpus_per_node, nodes
     n = g * m
     b = wl.global_batch / n
-    compute, how = _compute_s(profile, wl, b, mfu, g, strategy in _LOCAL)
+    compute, how = _compute_s(profile, wl, b, mfu, g)
     measured = how.startswith("compute measured")
     fwd, bwd = compute / 3, 2 * compute / 3
     shard = 1.0 / n if strategy.startswith("zero") or strategy == "fsdp" else 1.0
@@ -308,8 +323,8 @@ def predict(strategy: str, profile: HardwareProfile, wl: Workload, *, gpus_per_n
     per_device_s, slowdown, source = _overheads(profile, strategy, per_device_s, slowdown)
     overhead = per_device_s * n if n > 1 else 0.0
     slowdown_s = slowdown * compute if n > 1 else 0.0
-    if strategy not in _LOCAL and n > 1:  # backward hooks and bucket copies of every process-per-GPU wrapper
-        overhead += DDP_OVERHEAD_FRAC * compute
+    if strategy not in _LOCAL:  # backward hooks and bucket copies of every process-per-GPU wrapper, even at
+        overhead += DDP_OVERHEAD_FRAC * compute  # world size 1 (PyTorch measured DDP's 3-5% on ONE GPU)
     overhead += slowdown_s
     step = compute + opt + exposed + overhead
     parts = _memory(strategy, wl, n, b)
