@@ -39,7 +39,7 @@ of a pageable copy costs.  On an H200, torch.cuda.comm.gather to the CPU beat th
 32 KiB and lost from 512 KiB on (8 B - 64 MiB sweep, factor 16); pageable scatters lost to torch up
 to 512 KiB.  Below the threshold a pageable host-to-device copy is one ``copy_(non_blocking=True)``
 (the driver stages it before returning, so the source may be reused at once) and a device-to-host
-copy into pageable memory is one blocking ``copy_``.
+copy is one blocking ``copy_`` (pinned or not: asking which costs a driver call).
 """
 
 Pair = tuple[torch.Tensor, torch.Tensor]
@@ -80,8 +80,8 @@ def start_device_to_host(pairs: Sequence[Pair]) -> Pending:
     devices: set[torch.device] = set()
     staged: list[Pair] = []
     for dst, src in pairs:
-        if dst.nbytes <= DIRECT_MAX_BYTES and not dst.is_pinned():
-            dst.copy_(src)  # small and pageable: torch's blocking copy (it waits on src's current stream)
+        if dst.nbytes <= DIRECT_MAX_BYTES:
+            dst.copy_(src)  # small: torch's blocking copy (it waits on src's current stream)
             continue
         devices.add(src.device)
         if _direct(dst):

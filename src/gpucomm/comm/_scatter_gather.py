@@ -64,17 +64,20 @@ def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, 
                         "devices=[...] to have new tensors allocated, or out=[...] to supply them")
     devs = devices_arg(devices)
     d = check_dim(dim, tensor.dim(), what="tensor")
-    if chunk_sizes is None:
-        chunks = tensor.chunk(len(devs), d)
-    else:
-        chunks = tensor.split(_chunk_sizes(chunk_sizes, len(devs), tensor.shape[d], d), d)
+    sizes = None if chunk_sizes is None else _chunk_sizes(chunk_sizes, len(devs), tensor.shape[d], d)
     strs = check_streams(streams, devs)
+    if strs is None and _TORCH_SCATTER is not None and tensor.is_cpu and _CPU not in devs \
+            and _direct_from_host(tensor, d, sizes, len(devs)):
+        # Host to GPUs, latency-bound or from pinned memory: torch's own loop, in C++ (each chunk
+        # .to(device, non_blocking=True)), with no Python round trip per chunk.
+        return tuple(_TORCH_SCATTER(tensor, [x.index for x in devs], sizes, d, None))
+    chunks = tensor.chunk(len(devs), d) if sizes is None else tensor.split(sizes, d)
     home, k = tensor.device, len(chunks)
     targets = devs[:k] if k < len(devs) else devs
     if targets.count(home) == k:  # every chunk is already where it goes: views, as torch returns
         return tuple(chunks)
-    if not tensor.is_cuda:
-        if _direct_from_host(tensor, chunks):
+    if tensor.is_cpu:
+        if _direct_from_host(tensor, d, sizes, len(devs)):
             return _scatter_from_host(chunks, targets, strs)
         if _pin_once(tensor, devs):
             return scatter(_host.pinned_copy(tensor), devs, chunk_sizes, d, streams)
@@ -88,15 +91,21 @@ def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, 
     return tuple(results)
 
 
-def _direct_from_host(tensor: torch.Tensor, chunks: tuple[torch.Tensor, ...]) -> bool:
-    """Chunks of a host tensor go straight to their devices when the source is pinned, or when every
-    chunk is small (latency-bound: the driver's own staging is cheaper than ours); as torch does.
+_TORCH_SCATTER = getattr(torch._C, "_scatter", None)  # torch.cuda.comm.scatter's C++ (CUDA builds only)
+_CPU = torch.device("cpu")
 
-    Pinned-ness is a property of the storage, so it is asked once, not once per chunk.
+
+def _direct_from_host(tensor: torch.Tensor, d: int, sizes: list[int] | None, n: int) -> bool:
+    """Chunks of a host tensor go straight to their devices when every chunk is small (latency-bound:
+    the driver's own staging is cheaper than ours) or the source is pinned with contiguous chunks.
+
+    Decided from sizes alone, before anything is split; pinned-ness is asked once, not per chunk.
     """
-    if max((c.nbytes for c in chunks), default=0) <= _host.DIRECT_MAX_BYTES:
+    along = tensor.shape[d]
+    biggest = (-(-along // n) if sizes is None else max(sizes, default=0)) if along else 0
+    if biggest * (tensor.numel() // along if along else 0) * tensor.element_size() <= _host.DIRECT_MAX_BYTES:
         return True
-    return all(c.is_contiguous() for c in chunks) and tensor.is_pinned()
+    return tensor.is_contiguous() and math.prod(tensor.shape[:d]) == 1 and tensor.is_pinned()
 
 
 def _scatter_from_host(chunks: tuple[torch.Tensor, ...], targets: list[torch.device],
