@@ -20,9 +20,9 @@ step() { local limit=$1; shift; echo "=== [$(date -u +%T)] $*"; timeout "$limit"
 case $stage in
 A)
   gc topo > "$R/topo.txt" 2>&1; gc topo --json > "$R/topo.json" 2>&1
-  step 170 python3 -m pytest -q -p no:cacheprovider --timeout=120 -rfEs -m requires_gpus tests 2>&1 | tail -n 60 | tee "$R/pytest-gpu.log"
+  step 230 python3 -m pytest -q -p no:cacheprovider --timeout=120 -rfEs tests 2>&1 | tail -n 60 | tee "$R/pytest-gpu.log"
   step 60 python3 benchmarks/ceilings.py --mib 1024 --json "$R/ceilings.jsonl" 2>&1 | tee "$R/ceilings.txt"
-  step 240 python3 benchmarks/comm_vs_torch.py --json "$R/comm_vs_torch.jsonl" 2>&1 | tee "$R/comm_vs_torch.txt" | tail -n 120
+  step 200 python3 benchmarks/comm_vs_torch.py --json "$R/comm_vs_torch.jsonl" 2>&1 | tee "$R/comm_vs_torch.txt" | tail -n 120
   step 60 python3 benchmarks/comm_vs_torch.py --ops gather_to_cpu,scatter_from_pageable,scatter_from_pinned \
       --min-bytes 64M --max-bytes 256M --host-max-bytes 256M --json "$R/comm_vs_torch_host.jsonl" 2>&1 | tee "$R/comm_vs_torch_host.txt"
   ;;
