@@ -147,3 +147,19 @@ def test_sharded_strategies_inherit_ddps_calibrated_overheads():
     # One-process strategies keep their own (here: assumed) costs.
     assert plan.predict("dp", calibrated, wl, gpus_per_node=8).overhead_s == \
         plan.predict("dp", H200, wl, gpus_per_node=8).overhead_s
+
+
+@pytest.mark.parametrize("omp, factor", [("1", 1.0), ("2", 2.0)])
+def test_cpu_devices_share_cores_alike_for_processes_and_threads(omp, factor):
+    """2 cores, one single row of 10 ms at B=32: at 2 devices each does B=16 (5 ms) x max(1, 2 t / 2)."""
+    from gpucomm.advisor import calibrate
+
+    from ._synthetic import SIZES, bench, results, train
+
+    rs = results(bench("all_reduce", 2, 40.0, 2.0, SIZES), [train("single", "mlp", 1, 10.0, 32, 267280)])
+    rs.env[0] = dataclasses.replace(rs.env[0], host={"cpu_count": 2}, env_vars={"OMP_NUM_THREADS": omp})
+    prof = calibrate.calibrate(rs)
+    wl = make_workload("mlp", dtype="fp32", global_batch=32)
+    for strategy in ("ddp", "replicated"):  # ATen ops release the GIL: threads run on both cores too
+        pred = plan.predict(strategy, prof, wl, gpus_per_node=2, per_device_s=0.0, slowdown=0.0)
+        assert pred.compute_s == pytest.approx(0.005 * factor)
