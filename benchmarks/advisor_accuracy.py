@@ -229,7 +229,7 @@ def noise_summary(values: dict[tuple, list[float]]) -> str:
     if not aa:
         return "A/A noise: not measured (every configuration ran once)"
     return (f"A/A noise (same configuration measured twice, |t1 - t2| / mean): median {statistics.median(aa):.1%}, "
-            f"worst {max(aa):.1%} over {len(aa)} configurations")
+            f"worst {max(aa):.1%} over {len(aa)} configuration{'s' if len(aa) > 1 else ''}")
 
 
 def render(rows: list[dict], cal: records.ResultSet, device: str, commands: list[str],
