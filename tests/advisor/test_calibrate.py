@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -138,3 +139,19 @@ def test_measured_compute_interpolates_between_batches():
     assert plan.predict("ddp", prof, wl, gpus_per_node=1).compute_s == pytest.approx(0.030)  # between 10 and 70
     wl8 = make_workload("mlp", dtype="fp32", global_batch=8)
     assert plan.predict("ddp", prof, wl8, gpus_per_node=1).compute_s == pytest.approx(0.005)  # proportional below
+
+
+def test_compute_from_achieved_flops_already_holds_the_optimizer():
+    """FLOP/s come from whole measured steps (optimizer included): a model not run gets no optimizer on top."""
+    gpu_env = dataclasses.replace(results().env[0], device_type="cuda", devices=[{"name": "NVIDIA H200"}])
+    rs = results(train_rows=[dataclasses.replace(train("single", "gpt-124m", 1, 40.0, 16, 124_439_808, 1024),
+                                                 device_type="cuda", precision="bf16-autocast")])
+    rs.env[0] = gpu_env
+    prof = calibrate.calibrate(rs)
+    assert prof.memory_bw_gbps  # an H200 profile: the optimizer would otherwise be estimated from HBM bandwidth
+    flops = 6 * 124_439_808 * 16 * 1024 / 0.040
+    wl = make_workload("gpt-350m", dtype="bf16-autocast", global_batch=8)
+    pred = plan.predict("ddp", prof, wl, gpus_per_node=1)
+    assert pred.optimizer_s == 0.0
+    assert pred.compute_s == pytest.approx(6 * wl.params * 8 * 1024 / flops)
+    assert plan.single_step_s(prof, wl) == pytest.approx(pred.compute_s)

@@ -204,6 +204,12 @@ def _measured(model: dict[str, Any], b: float) -> float:
     return pts[0][1] * b / pts[0][0]
 
 
+def _from_steps(how: str) -> bool:
+    """Whether compute came from measured whole steps (a measured step, or the FLOP/s whole steps achieved):
+    then the optimizer is inside it already and is not added again."""
+    return how.startswith(("compute measured", "compute from the FLOP/s achieved"))
+
+
 def _optimizer_s(profile: HardwareProfile, wl: Workload, shard: float, measured: bool) -> float:
     if measured or not profile.memory_bw_gbps:
         return 0.0  # inside a measured step, or no bandwidth to estimate it from
@@ -287,7 +293,7 @@ def single_step_s(profile: HardwareProfile, wl: Workload, mfu: float = DEFAULT_M
     No wrapper, no communication, no calibrated overhead: the baseline every strategy is compared with.
     """
     compute, how = _compute_s(profile, wl, wl.global_batch, mfu)
-    return compute + _optimizer_s(profile, wl, 1.0, how.startswith("compute measured"))
+    return compute + _optimizer_s(profile, wl, 1.0, _from_steps(how))
 
 
 def _not_applicable(strategy: str, profile: HardwareProfile, m: int) -> str:
@@ -315,7 +321,7 @@ def predict(strategy: str, profile: HardwareProfile, wl: Workload, *, gpus_per_n
     n = g * m
     b = wl.global_batch / n
     compute, how = _compute_s(profile, wl, b, mfu, g)
-    measured = how.startswith("compute measured")
+    measured = _from_steps(how)
     fwd, bwd = compute / 3, 2 * compute / 3
     shard = 1.0 / n if strategy.startswith("zero") or strategy == "fsdp" else 1.0
     opt = _optimizer_s(profile, wl, shard, measured)
