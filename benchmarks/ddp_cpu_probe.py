@@ -4,7 +4,8 @@ Runs the same model and per-rank batch that ``gpucomm train --strategies single,
 forms, interleaved (A B C D A B C D ...) so that machine noise hits every form alike:
 
 * ``alone``   — one process, no process group: what ``single`` at the per-rank batch measures;
-* ``pair``    — two processes of plain training at the same time, no communication at all;
+* ``pair``    — two processes of plain training at the same time; no communication but a barrier before
+  each step (every multi-process form has it, so that the ranks start a step together, as DDP's do);
 * ``ddp``     — two processes under ``DistributedDataParallel`` (what ``ddp`` measures);
 * ``nosync``  — the same DDP processes inside ``ddp.no_sync()`` (DDP's hooks run, no all-reduce);
 * ``pair+ar`` — ``pair`` plus one synchronous ``all_reduce`` of all gradients flattened after backward
