@@ -27,14 +27,14 @@ A)
       --min-bytes 64M --max-bytes 256M --host-max-bytes 256M --json "$R/comm_vs_torch_host.jsonl" 2>&1 | tee "$R/comm_vs_torch_host.txt"
   ;;
 B)
-  step 270 gc bench --out "$R/bench_h200-1gpu" 2>&1 | tail -n 40 > "$R/bench.log"; tail -n 25 "$R/bench.log"
-  step 150 gc train --strategies single,dp,replicated,ddp --model gpt-124m --steps 50 --warmup-steps 10 \
+  step 270 python3 -m gpucomm bench --out "$R/bench_h200-1gpu" 2>&1 | tail -n 40 > "$R/bench.log"; tail -n 25 "$R/bench.log"
+  step 150 python3 -m gpucomm train --strategies single,dp,replicated,ddp --model gpt-124m --steps 50 --warmup-steps 10 \
       --global-batch 16 --devices cuda:0,cuda:0 --assert-equal --out "$R/train_h200-1gpu_gpt124m" 2>&1 | tail -n 40 | tee "$R/train.log"
   step 60 python3 benchmarks/dist_overhead.py --nprocs 1 --backend nccl --out "$R/dist-overhead_h200-nccl-ws1.md" 2>&1 | tail -n 30
   step 60 python3 benchmarks/harness_overhead.py --nproc 1 --out "$R/harness-overhead_h200-nccl-ws1.md" 2>&1 | tail -n 30
   ;;
 C)
-  bash benchmarks/gpu/advisor_records.sh "$R" 2>&1 | tail -n 60
+  timeout 500 bash benchmarks/gpu/advisor_records.sh "$R" 2>&1 | tail -n 80
   ;;
 esac
 tar -czf "$OUT/$stage.tar.gz" -C "$PWD" "h200-$stage"

@@ -41,3 +41,18 @@ def test_copy_many_copies_and_keeps_autograd_and_conjugates(monkeypatch):
     cp.copy_many(got, [z.conj()] * k)  # conjugate views take copy_, which resolves them
     assert all(torch.equal(g, torch.tensor([1 - 2j, 3 + 1j])) for g in got)
     assert batched == [k]  # neither of the last two was batched
+
+
+def test_copy_many_loops_for_large_copies(monkeypatch):
+    from gpucomm.comm import _copy as cp
+
+    k = cp.FOREACH_MIN_COPIES
+    batched = []
+    monkeypatch.setattr(cp, "_FOREACH_COPY", lambda d, s, **kw: batched.append(len(d)))
+    monkeypatch.setattr(cp, "FOREACH_MAX_BYTES", 3 * 4)  # three float32s: the first batch fuses, the second not
+    small = [torch.zeros(3) for _ in range(k)]
+    cp.copy_many(small, [torch.ones(3)] * k)
+    big = [torch.zeros(4) for _ in range(k)]
+    cp.copy_many(big, [torch.ones(4)] * k)
+    assert batched == [k]
+    assert all(torch.equal(b, torch.ones(4)) for b in big)

@@ -32,7 +32,7 @@ import torch
 
 from gpucomm.comm import _host
 
-__all__ = ["FOREACH_MIN_COPIES", "OVERLAP_MIN_BYTES", "Copy", "Pair", "any_overlap", "copy_all", "copy_many",
+__all__ = ["FOREACH_MAX_BYTES", "FOREACH_MIN_COPIES", "OVERLAP_MIN_BYTES", "Copy", "Pair", "any_overlap", "copy_all", "copy_many",
            "overlaps", "protect", "side_stream"]
 
 OVERLAP_MIN_BYTES = 1 << 20
@@ -157,6 +157,15 @@ A fused kernel costs about what a few small ``copy_`` calls (each a cudaMemcpyAs
 batch pays off from a handful of copies on (H200: a kernel launch ~7 us against ~1.3 us a memcpy).
 """
 
+FOREACH_MAX_BYTES = 4 << 20
+"""Copies larger than this (judged by the batch's first copy) loop instead of fusing.
+
+Past a few MiB per copy the launch cost no longer matters and the fused kernel moves bytes more
+slowly than torch's own copy path: on one H200, all_to_all over 4 slots of cuda:0 with 2 MiB chunks
+was 1.4x faster than torch fused, at 8 MiB chunks even (0.99x), at 32-64 MiB chunks 0.86-0.88x
+(benchmarks/results/comm-vs-torch_h200x1_2026-12-02.txt).
+"""
+
 
 def copy_many(dsts: Sequence[torch.Tensor], srcs: Sequence[torch.Tensor], *,
               dtypes: set[torch.dtype] | None = None) -> None:
@@ -168,7 +177,8 @@ def copy_many(dsts: Sequence[torch.Tensor], srcs: Sequence[torch.Tensor], *,
     formula, so a batch touching tensors that require grad, and complex tensors (conjugate views),
     take the plain loop.  ``dtypes``: every dtype in the batch, when the caller already knows them.
     """
-    if len(dsts) >= FOREACH_MIN_COPIES and _FOREACH_COPY is not None and _batchable(dsts, srcs, dtypes):
+    if (len(dsts) >= FOREACH_MIN_COPIES and _FOREACH_COPY is not None and dsts[0].nbytes <= FOREACH_MAX_BYTES
+            and _batchable(dsts, srcs, dtypes)):
         _FOREACH_COPY(dsts, srcs, non_blocking=True)
         return
     for dst, src in zip(dsts, srcs, strict=True):
