@@ -137,6 +137,9 @@ def _check_held(comm: Communicator, tensors, arg: str, *, optional: bool = False
     else:
         items = check_tensor_list(tensors, arg)
     devices = comm.devices
+    if len(items) == len(devices) and all(  # the common case, checked in one pass of C-level compares
+            type(t) is torch.Tensor and t.device == d for t, d in zip(items, devices)):  # noqa: B905
+        return items
     if len(items) != len(devices):
         raise fail_value(arg, f"{len(devices)} tensor(s), one per participant this process holds "
                               f"({[str(d) for d in devices]})", f"{len(items)}")

@@ -91,7 +91,7 @@ def _into(tensor: torch.Tensor, outs: list[torch.Tensor]) -> None:
             if o is not tensor:
                 o.copy_(tensor)
         return
-    if any(_copy.overlaps(o, tensor) for o in outs):
+    if _copy.any_overlap(outs, [tensor]):  # storages compared first: no extent arithmetic when disjoint
         _copy.copy_all(_copy.protect([(o, tensor) for o in outs], outs))
         return
     _send(tensor, outs)

@@ -84,6 +84,8 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     """True when the memory ranges of ``a`` and ``b`` may overlap (conservative for strided tensors)."""
     if a.device != b.device or a.is_sparse or b.is_sparse:
         return False
+    if _storage(a) != _storage(b):  # memory can only overlap within one storage; cheaper than extents
+        return False
     a0, a1 = _extent(a)
     b0, b1 = _extent(b)
     return a0 < b1 and b0 < a1

@@ -92,6 +92,7 @@ def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, 
 
 
 _TORCH_SCATTER = getattr(torch._C, "_scatter", None)  # torch.cuda.comm.scatter's C++ (CUDA builds only)
+_TORCH_SCATTER_OUT = getattr(torch._C, "_scatter_out", None)  # its out= twin
 _CPU = torch.device("cpu")
 
 
@@ -175,6 +176,11 @@ def _scatter_out(tensor: torch.Tensor, out: Any, devices: Any, chunk_sizes: Any,
         raise fail_value("out", f"sizes along dim {d} summing to the source's {tensor.shape[d]}",
                          f"sizes {[o.shape[d] for o in outs]} (total {total})")
     strs = check_streams(streams, [o.device for o in outs])
+    if (strs is None and _TORCH_SCATTER_OUT is not None and tensor.is_cuda and all(o.is_cuda for o in outs)
+            and not _copy.any_overlap(outs, [tensor])):
+        # GPU to GPU with nothing aliased: torch's own C++ loop issues the same copies without a
+        # Python round trip per chunk (everything it checks has been checked above, with our messages).
+        return tuple(_TORCH_SCATTER_OUT(tensor, outs, d, None))
     chunks = tensor.split([o.shape[d] for o in outs], d)
     pairs = [(o, c, None if strs is None else strs[i]) for i, (o, c) in enumerate(zip(outs, chunks, strict=True))]
     _copy.copy_all(_copy.protect(pairs, outs))
@@ -253,7 +259,7 @@ def _cast(ts: list[torch.Tensor], dtype: torch.dtype) -> list[torch.Tensor]:
 
 def _gather_into(ts: list[torch.Tensor], result: torch.Tensor, d: int, *, fresh: bool) -> None:
     dest = result.device
-    safe = fresh or not any(_copy.overlaps(result, t) for t in ts)
+    safe = fresh or not _copy.any_overlap([result], ts)  # storages first: no extent arithmetic when disjoint
     if safe and [t.device for t in ts].count(dest) == len(ts):
         torch.cat(_cast(ts, result.dtype), d, out=result)  # one kernel instead of n copies
         return
