@@ -159,13 +159,14 @@ A fused kernel costs about what a few small ``copy_`` calls (each a cudaMemcpyAs
 batch pays off from a handful of copies on (H200: a kernel launch ~7 us against ~1.3 us a memcpy).
 """
 
-FOREACH_MAX_BYTES = 4 << 20
+FOREACH_MAX_BYTES = 16 << 20
 """Copies larger than this (judged by the batch's first copy) loop instead of fusing.
 
-Past a few MiB per copy the launch cost no longer matters and the fused kernel moves bytes more
-slowly than torch's own copy path: on one H200, all_to_all over 4 slots of cuda:0 with 2 MiB chunks
-was 1.4x faster than torch fused, at 8 MiB chunks even (0.99x), at 32-64 MiB chunks 0.86-0.88x
-(benchmarks/results/comm-vs-torch_h200x1_2026-12-02.txt).
+Past some MiB per copy the launch cost no longer matters and the fused kernel moves bytes more
+slowly than torch's own copy path.  On one H200, all_to_all over 4 slots of cuda:0 (chunks = a
+quarter of the size): fused, 8 MiB chunks ran 1.44x torch, 32 MiB chunks 0.99x, 128-256 MiB chunks
+0.86-0.88x; looping, 8 MiB chunks fell to 0.71x, 32-256 MiB chunks ran 1.00x
+(benchmarks/results/comm-vs-torch_h200x1_2026-12-02.txt and the recheck beside it).
 """
 
 
