@@ -37,6 +37,24 @@ def _comm():
     return comm
 
 
+# torch.cuda.comm's own C++ loops (CUDA builds only).  When every tensor is a CUDA tensor of one dtype
+# and no output shares memory with an input, gpucomm.comm would issue exactly the copies these issue;
+# calling them straight from here, after this class's checks, saves a second round of Python checks
+# per call, which on small messages is most of the cost (docs/performance.md §8.3).
+_BROADCAST_OUT = getattr(torch._C, "_broadcast_out", None)
+_SCATTER_OUT = getattr(torch._C, "_scatter_out", None)
+_GATHER_OUT = getattr(torch._C, "_gather_out", None)
+
+
+def _plain_cuda(outs: Sequence[torch.Tensor], ins: Sequence[torch.Tensor]) -> bool:
+    """Every tensor on CUDA, one dtype, strided, and no output in the same storage as an input."""
+    from gpucomm.comm._copy import any_overlap
+
+    dtype = ins[0].dtype
+    return (all(t.is_cuda and t.dtype == dtype and t.layout == torch.strided for t in (*outs, *ins))
+            and not any_overlap(outs, ins))
+
+
 class LocalCommunicator(Communicator):
     """The Communicator on the devices of this process: one participant per listed device.
 
@@ -78,8 +96,14 @@ class LocalCommunicator(Communicator):
     def broadcast(self, tensors: Tensors, root: int = 0) -> None:
         ts = _check_held(self, tensors, "tensors")
         others = [t for i, t in enumerate(ts) if i != _check_root(self, root)]
-        if others:
-            _comm().broadcast(ts[root], out=others)
+        if not others:
+            return
+        src = ts[root]
+        if (_BROADCAST_OUT is not None and all(o.shape == src.shape for o in others)
+                and _plain_cuda(others, [src])):
+            _BROADCAST_OUT(src, others)
+            return
+        _comm().broadcast(src, out=others)
 
     def reduce(self, tensors: Tensors, root: int = 0, op: str | ReduceOp = "sum") -> None:
         ts = _check_held(self, tensors, "tensors")
@@ -117,6 +141,9 @@ class LocalCommunicator(Communicator):
         for i, o in enumerate(outs):
             _check_shape(f"outputs[{i}]", o, want, f"chunk of {self.n} of the root's input of shape "
                                                    f"{list(src.shape)}")
+        if _SCATTER_OUT is not None and _plain_cuda(outs, [src]):
+            _SCATTER_OUT(src, outs, 0, None)
+            return
         _comm().scatter(src, out=outs)
 
     def gather(self, outputs: OptionalTensors, inputs: Tensors, root: int = 0) -> None:
@@ -126,6 +153,9 @@ class LocalCommunicator(Communicator):
             raise TypeError(f"outputs[{root}]: expected the root's tensor, but got None")
         _check_shape(f"outputs[{root}]", dst, _spec.get("gather").output_shape(ins[0].shape, self.n),
                      f"n={self.n} inputs of shape {list(ins[0].shape)} concatenated along dim 0")
+        if _GATHER_OUT is not None and all(t.shape[1:] == ins[0].shape[1:] for t in ins) and _plain_cuda([dst], ins):
+            _GATHER_OUT(ins, dst, 0)
+            return
         _comm().gather(ins, 0, out=dst)
 
     def all_to_all(self, outputs: Tensors, inputs: Tensors) -> None:
