@@ -53,3 +53,11 @@ def test_check_off_means_minus_one():
     case = plan_case(C.ALL_REDUCE, 64, 3, torch.float32, ReduceOp.SUM, IN_PLACE)
     record = measure(BrokenBackend(list(CFG.devices)), case, dataclasses.replace(CFG, check=0))
     assert record.wrong == -1
+
+
+def test_one_participant_rows_say_their_bandwidth_is_not_a_link_figure():
+    one = plan_case(C.BROADCAST, 4096, 1, torch.float32, None, OUT_OF_PLACE, root=0)
+    three = plan_case(C.BROADCAST, 4096, 3, torch.float32, None, OUT_OF_PLACE, root=0)
+    cfg = dataclasses.replace(CFG, devices=(torch.device("cpu"),))
+    assert "no data crosses a link" in measure(ReferenceBackend([torch.device("cpu")]), one, cfg).note
+    assert "no data crosses a link" not in measure(ReferenceBackend(list(CFG.devices)), three, CFG).note

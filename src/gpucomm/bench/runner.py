@@ -154,11 +154,16 @@ def measure(backend: Backend, case: Case, cfg: BenchConfig, combine: Combine | N
 
 
 def _note(backend: Backend, case: Case) -> str:
+    notes = []
+    if case.n == 1:
+        # nccl-tests' formulas still apply, but with one participant nothing crosses a link: a
+        # rooted op's busbw (factor 1) is then a launch rate, not a bandwidth, and must not be read as one.
+        notes.append("one participant: no data crosses a link; bandwidths are not link figures")
     if backend.name == "torch.distributed" and case.op is collectives.CollectiveName.SEND_RECV and case.n == 1:
-        return "world of one: send_recv is a local copy (torch refuses self-sends)"
+        notes.append("world of one: send_recv is a local copy (torch refuses self-sends)")
     if backend.name == "torch.cuda.comm" and case.op is collectives.CollectiveName.REDUCE:
-        return "reduce_add allocates its result (no out=)"
-    return ""
+        notes.append("reduce_add allocates its result (no out=)")
+    return "; ".join(notes)
 
 
 def _record(backend: Backend, case: Case, cfg: BenchConfig, mode: str, times: list[float],
