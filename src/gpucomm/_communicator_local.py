@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import torch
 
 from gpucomm import collectives as _spec
-from gpucomm.collectives import ReduceOp
+from gpucomm.collectives import ReduceOp, parse_op
 from gpucomm.communicator import (
     Communicator,
     OptionalTensors,
@@ -29,6 +29,9 @@ from gpucomm.communicator import (
 from gpucomm.devices import DeviceLike, parse_devices
 
 __all__ = ["LocalCommunicator"]
+
+_ALL_GATHER, _REDUCE_SCATTER = _spec.get("all_gather"), _spec.get("reduce_scatter")
+_SCATTER, _GATHER = _spec.get("scatter"), _spec.get("gather")
 
 
 def _comm():
@@ -55,6 +58,25 @@ def _plain_cuda(outs: Sequence[torch.Tensor], ins: Sequence[torch.Tensor]) -> bo
             and not any_overlap(outs, ins))
 
 
+_TENSOR = torch.Tensor
+_STRIDED = torch.strided
+
+
+def _internals():
+    """gpucomm.comm's unchecked steps, imported on first use (comm is the heavier module)."""
+    global _INTERNALS
+    if _INTERNALS is None:
+        from gpucomm.comm import _broadcast, _checks, _copy, _reduce, _reductions, _scatter_gather
+
+        _INTERNALS = (_broadcast._into, _scatter_gather._gather_into, _reductions._reduce_to,
+                      _reductions._all_reduce_checked, _reduce.check_op_dtype, _checks.dense_like,
+                      _copy.copy_all, _copy.protect)
+    return _INTERNALS
+
+
+_INTERNALS = None
+
+
 class LocalCommunicator(Communicator):
     """The Communicator on the devices of this process: one participant per listed device.
 
@@ -71,6 +93,10 @@ class LocalCommunicator(Communicator):
             raise ValueError("devices: expected at least one device, but got an empty sequence; "
                              "pass e.g. ['cpu', 'cpu'] or [0, 1]")
         self._devices = parsed
+        self._n = len(parsed)
+        # gpucomm.comm accepts tensors on 'cpu' and 'cuda' only; the fast paths below skip its device
+        # check, so they are taken only when every participant's device is one of those.
+        self._usable = all(d.type in ("cpu", "cuda") for d in parsed)
 
     def __repr__(self) -> str:
         return f"LocalCommunicator(devices={[str(d) for d in self._devices]})"
@@ -78,7 +104,7 @@ class LocalCommunicator(Communicator):
     # ----- who participates -------------------------------------------------------------------------
     @property
     def n(self) -> int:
-        return len(self._devices)
+        return self._n
 
     @property
     def rank(self) -> int:
@@ -92,81 +118,139 @@ class LocalCommunicator(Communicator):
     def devices(self) -> list[torch.device]:
         return list(self._devices)
 
+    def _held(self, tensors, arg: str) -> list:
+        """:func:`_check_held` (same result, same errors), with its common case checked here in one pass.
+
+        The common case: a list or tuple of exactly ``n`` plain tensors, each on its participant's
+        device.  Anything else goes to :func:`_check_held`, which names the culprit.
+        """
+        if ((type(tensors) is list or type(tensors) is tuple) and len(tensors) == self._n
+                and all(type(t) is _TENSOR and t.device == d for t, d in zip(tensors, self._devices))):  # noqa: B905
+            return list(tensors)
+        return _check_held(self, tensors, arg)
+
+    def _root(self, root: int) -> int:
+        if type(root) is int and 0 <= root < self._n:
+            return root
+        return _check_root(self, root)
+
     # ----- collectives ------------------------------------------------------------------------------
     def broadcast(self, tensors: Tensors, root: int = 0) -> None:
-        ts = _check_held(self, tensors, "tensors")
-        others = [t for i, t in enumerate(ts) if i != _check_root(self, root)]
-        if not others:
+        ts = self._held(tensors, "tensors")
+        src = ts.pop(self._root(root))
+        if not ts:
             return
-        src = ts[root]
-        if (_BROADCAST_OUT is not None and all(o.shape == src.shape for o in others)
-                and _plain_cuda(others, [src])):
-            _BROADCAST_OUT(src, others)
-            return
-        _comm().broadcast(src, out=others)
+        shape, layout = src.shape, src.layout
+        if all(o.shape == shape and o.layout is layout for o in ts):
+            if _BROADCAST_OUT is not None and _plain_cuda(ts, [src]):
+                _BROADCAST_OUT(src, ts)
+                return
+            if self._usable:  # everything gpucomm.comm.broadcast checks holds: its copy step
+                _internals()[0](src, ts)
+                return
+        _comm().broadcast(src, out=ts)
 
     def reduce(self, tensors: Tensors, root: int = 0, op: str | ReduceOp = "sum") -> None:
-        ts = _check_held(self, tensors, "tensors")
-        _check_avg_dtype(op, ts[0])
-        _comm().reduce(ts, None, op, out=ts[_check_root(self, root)])
+        ts = self._held(tensors, "tensors")
+        o = parse_op(op)
+        _check_avg_dtype(o, ts[0])
+        dst = ts[self._root(root)]
+        if self._usable:
+            _, _, reduce_to, _, check_op_dtype, dense_like, _, _ = _internals()
+            first = ts[0]
+            if dense_like(ts, first.shape, first.dtype):  # gpucomm.comm.reduce's checks, in one pass
+                check_op_dtype(o, first.dtype, "reduce")
+                reduce_to(ts, dst.device, o, dst)
+                return
+        _comm().reduce(ts, None, o, out=dst)
 
     def all_reduce(self, tensors: Tensors, op: str | ReduceOp = "sum") -> None:
-        ts = _check_held(self, tensors, "tensors")
-        _check_avg_dtype(op, ts[0])
-        _comm().all_reduce(ts, op, out=ts)
+        ts = self._held(tensors, "tensors")
+        o = parse_op(op)
+        _check_avg_dtype(o, ts[0])
+        if self._usable:
+            _, _, _, all_reduce, check_op_dtype, dense_like, _, _ = _internals()
+            first = ts[0]
+            if dense_like(ts, first.shape, first.dtype):  # gpucomm.comm.all_reduce's checks, in one pass
+                check_op_dtype(o, first.dtype, "all_reduce")
+                all_reduce(ts, o, ts, [t.device for t in ts])
+                return
+        _comm().all_reduce(ts, o, out=ts)
 
     def all_gather(self, outputs: Tensors, inputs: Tensors) -> None:
-        outs, ins = _check_held(self, outputs, "outputs"), _check_held(self, inputs, "inputs")
-        want = _spec.get("all_gather").output_shape(ins[0].shape, self.n)
-        for i, o in enumerate(outs):
-            _check_shape(f"outputs[{i}]", o, want, f"n={self.n} inputs of shape {list(ins[0].shape)} "
-                                                   f"concatenated along dim 0")
+        outs, ins = self._held(outputs, "outputs"), self._held(inputs, "inputs")
+        want = _ALL_GATHER.output_shape(ins[0].shape, self._n)
+        if not all(tuple(o.shape) == want for o in outs):
+            for i, o in enumerate(outs):
+                _check_shape(f"outputs[{i}]", o, want, f"n={self._n} inputs of shape {list(ins[0].shape)} "
+                                                       f"concatenated along dim 0")
         _comm().all_gather(ins, 0, out=outs)
 
     def reduce_scatter(self, outputs: Tensors, inputs: Tensors, op: str | ReduceOp = "sum") -> None:
-        outs, ins = _check_held(self, outputs, "outputs"), _check_held(self, inputs, "inputs")
-        _check_avg_dtype(op, ins[0])
-        want = _spec.get("reduce_scatter").output_shape(ins[0].shape, self.n)
-        for i, o in enumerate(outs):
-            _check_shape(f"outputs[{i}]", o, want,
-                         f"chunk of {self.n} of an input of shape {list(ins[0].shape)}")
-        _comm().reduce_scatter(ins, 0, op, out=outs)
+        outs, ins = self._held(outputs, "outputs"), self._held(inputs, "inputs")
+        o = parse_op(op)
+        _check_avg_dtype(o, ins[0])
+        want = _REDUCE_SCATTER.output_shape(ins[0].shape, self._n)
+        if not all(tuple(x.shape) == want for x in outs):
+            for i, x in enumerate(outs):
+                _check_shape(f"outputs[{i}]", x, want,
+                             f"chunk of {self._n} of an input of shape {list(ins[0].shape)}")
+        _comm().reduce_scatter(ins, 0, o, out=outs)
 
     def scatter(self, outputs: Tensors, inputs: OptionalTensors, root: int = 0) -> None:
-        outs = _check_held(self, outputs, "outputs")
-        src = _check_held(self, inputs, "inputs", optional=True)[_check_root(self, root)]
+        outs = self._held(outputs, "outputs")
+        src = _check_held(self, inputs, "inputs", optional=True)[self._root(root)]
         if src is None:
             raise TypeError(f"inputs[{root}]: expected the root's tensor, but got None")
-        want = _spec.get("scatter").output_shape(src.shape, self.n)
-        for i, o in enumerate(outs):
-            _check_shape(f"outputs[{i}]", o, want, f"chunk of {self.n} of the root's input of shape "
-                                                   f"{list(src.shape)}")
+        n = self._n
+        want = _SCATTER.output_shape(src.shape, n)
+        if not all(tuple(o.shape) == want for o in outs):
+            for i, o in enumerate(outs):
+                _check_shape(f"outputs[{i}]", o, want, f"chunk of {n} of the root's input of shape "
+                                                       f"{list(src.shape)}")
         if _SCATTER_OUT is not None and _plain_cuda(outs, [src]):
             _SCATTER_OUT(src, outs, 0, None)
+            return
+        if (self._usable and src.dim() and src.shape[0] == n * want[0] and src.layout is _STRIDED
+                and all(o.layout is _STRIDED for o in outs)):
+            # Everything gpucomm.comm.scatter(out=) checks holds (dense, n equal chunks summing to the
+            # source, no streams): its copy step, aliasing protected as there.
+            copy_all, protect = _internals()[6:]
+            copy_all(protect(list(zip(outs, src.split(want[0]), strict=True)), outs))
             return
         _comm().scatter(src, out=outs)
 
     def gather(self, outputs: OptionalTensors, inputs: Tensors, root: int = 0) -> None:
-        ins = _check_held(self, inputs, "inputs")
-        dst = _check_held(self, outputs, "outputs", optional=True)[_check_root(self, root)]
+        ins = self._held(inputs, "inputs")
+        dst = _check_held(self, outputs, "outputs", optional=True)[self._root(root)]
         if dst is None:
             raise TypeError(f"outputs[{root}]: expected the root's tensor, but got None")
-        _check_shape(f"outputs[{root}]", dst, _spec.get("gather").output_shape(ins[0].shape, self.n),
-                     f"n={self.n} inputs of shape {list(ins[0].shape)} concatenated along dim 0")
+        first = ins[0]
+        _check_shape(f"outputs[{root}]", dst, _GATHER.output_shape(first.shape, self._n),
+                     f"n={self._n} inputs of shape {list(first.shape)} concatenated along dim 0")
+        shape = first.shape
+        if (self._usable and first.dim() and dst.layout is _STRIDED
+                and all(t.shape == shape and t.layout is _STRIDED for t in ins)):
+            # Everything gpucomm.comm.gather(out=) checks holds (dense, equal shapes, out's shape): its
+            # concatenation step (one torch.cat when every input sits on out's device).
+            _internals()[1](ins, dst, 0, fresh=False)
+            return
         _comm().gather(ins, 0, out=dst)
 
     def all_to_all(self, outputs: Tensors, inputs: Tensors) -> None:
-        outs, ins = _check_held(self, outputs, "outputs"), _check_held(self, inputs, "inputs")
+        outs, ins = self._held(outputs, "outputs"), self._held(inputs, "inputs")
+        n = self._n
         for i, (o, t) in enumerate(zip(outs, ins, strict=True)):
-            _check_splits(f"inputs[{i}]", t, self.n)
+            _check_splits(f"inputs[{i}]", t, n)
             _check_shape(f"outputs[{i}]", o, tuple(t.shape), f"inputs[{i}]'s shape")
-        lists = [list(t.chunk(self.n)) for t in ins]  # lists[i][j]: input i, chunk j
-        _comm().all_to_all(lists, out=[list(o.chunk(self.n)) for o in outs])
+        lists = [list(t.chunk(n)) for t in ins]  # lists[i][j]: input i, chunk j
+        _comm().all_to_all(lists, out=[list(o.chunk(n)) for o in outs])
 
     def send_recv(self, outputs: Tensors, inputs: Tensors) -> None:
-        outs, ins = _check_held(self, outputs, "outputs"), _check_held(self, inputs, "inputs")
-        for i, (o, t) in enumerate(zip(outs, ins, strict=True)):
-            _check_shape(f"outputs[{i}]", o, tuple(t.shape), f"inputs[{i}]'s shape")
+        outs, ins = self._held(outputs, "outputs"), self._held(inputs, "inputs")
+        if not all(o.shape == t.shape for o, t in zip(outs, ins)):  # noqa: B905 — both hold n
+            for i, (o, t) in enumerate(zip(outs, ins, strict=True)):
+                _check_shape(f"outputs[{i}]", o, tuple(t.shape), f"inputs[{i}]'s shape")
         _comm().send_recv(ins, out=outs)
 
     # ----- synchronisation ----------------------------------------------------------------------------

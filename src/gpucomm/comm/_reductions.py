@@ -211,6 +211,13 @@ def all_reduce(tensors: Any, op: Any = "sum", *, out: Any = None) -> list[torch.
     if out is not None:
         outs = check_outputs(out, len(ts))
         _check_out_like(outs, ts[0].shape, ts[0].dtype, devices)
+    return _all_reduce_checked(ts, o, outs, devices)
+
+
+def _all_reduce_checked(ts: list[torch.Tensor], o: ReduceOp, outs: list[torch.Tensor] | None,
+                        devices: list[torch.device]) -> list[torch.Tensor]:
+    """:func:`all_reduce` after its checks: the Communicator calls this once its own checks (and
+    :func:`gpucomm.comm._checks.dense_like`) have established what :func:`all_reduce` would check."""
     if _nccl.usable(ts + (outs or []), distinct=ts, op=o):
         outs = outs or [torch.empty_like(t) for t in ts]
         _nccl.all_reduce(ts, outs, o)
