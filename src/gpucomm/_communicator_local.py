@@ -11,6 +11,7 @@ a participant of its own, which is how CPU-only and single-GPU machines exercise
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 import torch
 
@@ -66,15 +67,26 @@ def _internals():
     """gpucomm.comm's unchecked steps, imported on first use (comm is the heavier module)."""
     global _INTERNALS
     if _INTERNALS is None:
-        from gpucomm.comm import _broadcast, _checks, _copy, _reduce, _reductions, _scatter_gather
+        from gpucomm.comm import _broadcast, _checks, _copy, _exchange, _reduce, _reductions, _scatter_gather
 
-        _INTERNALS = (_broadcast._into, _scatter_gather._gather_into, _reductions._reduce_to,
-                      _reductions._all_reduce_checked, _reduce.check_op_dtype, _checks.dense_like,
-                      _copy.copy_all, _copy.protect)
+        _INTERNALS = SimpleNamespace(
+            broadcast_into=_broadcast._into, gather_into=_scatter_gather._gather_into,
+            reduce_to=_reductions._reduce_to, all_reduce=_reductions._all_reduce_checked,
+            reduce_scatter=_reductions._reduce_scatter_checked, all_gather=_exchange._all_gather_checked,
+            send_recv=_exchange._send_recv_checked, all_to_all=_exchange._all_to_all_copies, check_op_dtype=_reduce.check_op_dtype,
+            dense_like=_checks.dense_like, copy_all=_copy.copy_all, protect=_copy.protect)
     return _INTERNALS
 
 
 _INTERNALS = None
+
+
+def _uniform(ins: list[torch.Tensor], outs: list[torch.Tensor]) -> bool:
+    """Every input and output strided with ``ins[0]``'s shape and dtype (one pass, no error paths)."""
+    first = ins[0]
+    shape, dtype = first.shape, first.dtype
+    return (all(t.shape == shape and t.dtype is dtype and t.layout is _STRIDED for t in ins)
+            and all(t.shape == shape and t.dtype is dtype and t.layout is _STRIDED for t in outs))
 
 
 class LocalCommunicator(Communicator):
@@ -96,7 +108,11 @@ class LocalCommunicator(Communicator):
         self._n = len(parsed)
         # gpucomm.comm accepts tensors on 'cpu' and 'cuda' only; the fast paths below skip its device
         # check, so they are taken only when every participant's device is one of those.
-        self._usable = all(d.type in ("cpu", "cuda") for d in parsed)
+        # With every CUDA device indexed (as parse_devices gives them when CUDA is available), a tensor
+        # that passes _check_held sits on exactly its participant's device, as gpucomm.comm checks.
+        self._usable = all(d.type == "cpu" and d.index is None or d.type == "cuda" and d.index is not None
+                           for d in parsed)
+        self._one_device = parsed.count(parsed[0]) == len(parsed)
 
     def __repr__(self) -> str:
         return f"LocalCommunicator(devices={[str(d) for d in self._devices]})"
@@ -129,6 +145,14 @@ class LocalCommunicator(Communicator):
             return list(tensors)
         return _check_held(self, tensors, arg)
 
+    def _held_optional(self, tensors, arg: str) -> list:
+        """``_check_held(..., optional=True)``, its common case (entries may be None) checked here."""
+        if ((type(tensors) is list or type(tensors) is tuple) and len(tensors) == self._n
+                and all(t is None or (type(t) is _TENSOR and t.device == d)
+                        for t, d in zip(tensors, self._devices))):  # noqa: B905
+            return list(tensors)
+        return _check_held(self, tensors, arg, optional=True)
+
     def _root(self, root: int) -> int:
         if type(root) is int and 0 <= root < self._n:
             return root
@@ -146,7 +170,7 @@ class LocalCommunicator(Communicator):
                 _BROADCAST_OUT(src, ts)
                 return
             if self._usable:  # everything gpucomm.comm.broadcast checks holds: its copy step
-                _internals()[0](src, ts)
+                _internals().broadcast_into(src, ts)
                 return
         _comm().broadcast(src, out=ts)
 
@@ -156,11 +180,10 @@ class LocalCommunicator(Communicator):
         _check_avg_dtype(o, ts[0])
         dst = ts[self._root(root)]
         if self._usable:
-            _, _, reduce_to, _, check_op_dtype, dense_like, _, _ = _internals()
-            first = ts[0]
-            if dense_like(ts, first.shape, first.dtype):  # gpucomm.comm.reduce's checks, in one pass
-                check_op_dtype(o, first.dtype, "reduce")
-                reduce_to(ts, dst.device, o, dst)
+            k, first = _internals(), ts[0]
+            if k.dense_like(ts, first.shape, first.dtype):  # gpucomm.comm.reduce's checks, in one pass
+                k.check_op_dtype(o, first.dtype, "reduce")
+                k.reduce_to(ts, dst.device, o, dst)
                 return
         _comm().reduce(ts, None, o, out=dst)
 
@@ -169,11 +192,10 @@ class LocalCommunicator(Communicator):
         o = parse_op(op)
         _check_avg_dtype(o, ts[0])
         if self._usable:
-            _, _, _, all_reduce, check_op_dtype, dense_like, _, _ = _internals()
-            first = ts[0]
-            if dense_like(ts, first.shape, first.dtype):  # gpucomm.comm.all_reduce's checks, in one pass
-                check_op_dtype(o, first.dtype, "all_reduce")
-                all_reduce(ts, o, ts, [t.device for t in ts])
+            k, first = _internals(), ts[0]
+            if k.dense_like(ts, first.shape, first.dtype):  # gpucomm.comm.all_reduce's checks, in one pass
+                k.check_op_dtype(o, first.dtype, "all_reduce")
+                k.all_reduce(ts, o, ts, [t.device for t in ts])
                 return
         _comm().all_reduce(ts, o, out=ts)
 
@@ -184,6 +206,13 @@ class LocalCommunicator(Communicator):
             for i, o in enumerate(outs):
                 _check_shape(f"outputs[{i}]", o, want, f"n={self._n} inputs of shape {list(ins[0].shape)} "
                                                        f"concatenated along dim 0")
+        if self._usable:
+            k, first = _internals(), ins[0]
+            if k.dense_like(ins, first.shape, first.dtype) and k.dense_like(outs, want, first.dtype):
+                # Everything gpucomm.comm.all_gather(out=) checks holds: equal dense inputs of one dtype,
+                # dense outputs of the concatenated shape and that dtype, each on its participant's device.
+                k.all_gather(ins, 0, list(want), [t.device for t in ins], outs)
+                return
         _comm().all_gather(ins, 0, out=outs)
 
     def reduce_scatter(self, outputs: Tensors, inputs: Tensors, op: str | ReduceOp = "sum") -> None:
@@ -195,11 +224,19 @@ class LocalCommunicator(Communicator):
             for i, x in enumerate(outs):
                 _check_shape(f"outputs[{i}]", x, want,
                              f"chunk of {self._n} of an input of shape {list(ins[0].shape)}")
+        if self._usable:
+            k, first = _internals(), ins[0]
+            if k.dense_like(ins, first.shape, first.dtype) and k.dense_like(outs, want, first.dtype):
+                # Everything gpucomm.comm.reduce_scatter(out=) checks holds (the split divides: want
+                # was computed above); its op check, then its work.
+                k.check_op_dtype(o, first.dtype, "reduce_scatter")
+                k.reduce_scatter(ins, 0, o, list(want), [t.device for t in ins], outs)
+                return
         _comm().reduce_scatter(ins, 0, o, out=outs)
 
     def scatter(self, outputs: Tensors, inputs: OptionalTensors, root: int = 0) -> None:
         outs = self._held(outputs, "outputs")
-        src = _check_held(self, inputs, "inputs", optional=True)[self._root(root)]
+        src = self._held_optional(inputs, "inputs")[self._root(root)]
         if src is None:
             raise TypeError(f"inputs[{root}]: expected the root's tensor, but got None")
         n = self._n
@@ -215,25 +252,26 @@ class LocalCommunicator(Communicator):
                 and all(o.layout is _STRIDED for o in outs)):
             # Everything gpucomm.comm.scatter(out=) checks holds (dense, n equal chunks summing to the
             # source, no streams): its copy step, aliasing protected as there.
-            copy_all, protect = _internals()[6:]
-            copy_all(protect(list(zip(outs, src.split(want[0]), strict=True)), outs))
+            k = _internals()
+            k.copy_all(k.protect(list(zip(outs, src.split(want[0]), strict=True)), outs))
             return
         _comm().scatter(src, out=outs)
 
     def gather(self, outputs: OptionalTensors, inputs: Tensors, root: int = 0) -> None:
         ins = self._held(inputs, "inputs")
-        dst = _check_held(self, outputs, "outputs", optional=True)[self._root(root)]
+        dst = self._held_optional(outputs, "outputs")[self._root(root)]
         if dst is None:
             raise TypeError(f"outputs[{root}]: expected the root's tensor, but got None")
         first = ins[0]
-        _check_shape(f"outputs[{root}]", dst, _GATHER.output_shape(first.shape, self._n),
-                     f"n={self._n} inputs of shape {list(first.shape)} concatenated along dim 0")
-        shape = first.shape
-        if (self._usable and first.dim() and dst.layout is _STRIDED
+        shape, got = first.shape, dst.shape
+        if not (shape and got and got[0] == shape[0] * self._n and got[1:] == shape[1:]):
+            _check_shape(f"outputs[{root}]", dst, _GATHER.output_shape(shape, self._n),
+                         f"n={self._n} inputs of shape {list(shape)} concatenated along dim 0")
+        if (self._usable and dst.layout is _STRIDED
                 and all(t.shape == shape and t.layout is _STRIDED for t in ins)):
             # Everything gpucomm.comm.gather(out=) checks holds (dense, equal shapes, out's shape): its
             # concatenation step (one torch.cat when every input sits on out's device).
-            _internals()[1](ins, dst, 0, fresh=False)
+            _internals().gather_into(ins, dst, 0, fresh=False)
             return
         _comm().gather(ins, 0, out=dst)
 
@@ -243,6 +281,15 @@ class LocalCommunicator(Communicator):
         for i, (o, t) in enumerate(zip(outs, ins, strict=True)):
             _check_splits(f"inputs[{i}]", t, n)
             _check_shape(f"outputs[{i}]", o, tuple(t.shape), f"inputs[{i}]'s shape")
+        if self._usable and _uniform(ins, outs):
+            # One shape, dtype and layout everywhere: every piece out[j][i] <- inputs[i][j] matches, as
+            # gpucomm.comm.all_to_all checks; its copies (aliasing protected), without its checks.
+            srcs = [t.chunk(n) for t in ins]  # srcs[i][j]: input i, chunk j
+            dsts = [list(o.chunk(n)) for o in outs]
+            one = self._one_device
+            _internals().all_to_all([x for row in dsts for x in row],
+                                    [srcs[i][j] for j in range(n) for i in range(n)], one, {ins[0].dtype})
+            return
         lists = [list(t.chunk(n)) for t in ins]  # lists[i][j]: input i, chunk j
         _comm().all_to_all(lists, out=[list(o.chunk(n)) for o in outs])
 
@@ -251,6 +298,12 @@ class LocalCommunicator(Communicator):
         if not all(o.shape == t.shape for o, t in zip(outs, ins)):  # noqa: B905 — both hold n
             for i, (o, t) in enumerate(zip(outs, ins, strict=True)):
                 _check_shape(f"outputs[{i}]", o, tuple(t.shape), f"inputs[{i}]'s shape")
+        if self._usable:
+            if _uniform(ins, outs):
+                # One shape and dtype everywhere: out[i] is shaped like inputs[i-1], as
+                # gpucomm.comm.send_recv checks; its copies, aliasing protected.
+                _internals().send_recv(ins, outs)
+                return
         _comm().send_recv(ins, out=outs)
 
     # ----- synchronisation ----------------------------------------------------------------------------

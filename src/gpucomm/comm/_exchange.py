@@ -64,6 +64,12 @@ def all_gather(tensors: Any, dim: int = 0, *, out: Any = None) -> list[torch.Ten
         if not dense_like(outs, shape, ts[0].dtype, devices):
             for i, o in enumerate(outs):  # name the culprit
                 _check_out(o, f"out[{i}]", shape, ts[0].dtype, devices[i])
+    return _all_gather_checked(ts, d, shape, devices, outs)
+
+
+def _all_gather_checked(ts: list[torch.Tensor], d: int, shape: list[int], devices: list[torch.device],
+                        outs: list[torch.Tensor] | None) -> list[torch.Tensor]:
+    """:func:`all_gather` after its checks (``shape``: the concatenated shape; ``devices``: the inputs')."""
     flat = math.prod(shape[:d]) == 1 and all(t.shape == ts[0].shape for t in ts)
     if flat and _nccl.usable(ts + (outs or []), distinct=ts):
         outs = outs or [torch.empty(shape, dtype=t.dtype, device=t.device) for t in ts]
@@ -142,13 +148,19 @@ def all_to_all(tensor_lists: Any, *, out: Any = None) -> list[list[torch.Tensor]
                 list(map(_DEVICE, dsts)) != [d for d in devices for _ in range(n)])):
         for k, (o, src) in enumerate(zip(dsts, srcs, strict=True)):  # name the culprit
             _check_out(o, f"out[{k // n}][{k % n}]", list(src.shape), src.dtype, devices[k // n])
+    _all_to_all_copies(dsts, srcs, one, set(dtypes))
+    return result
+
+
+def _all_to_all_copies(dsts: list[torch.Tensor], srcs: list[torch.Tensor], one: bool,
+                       dtypes: set[torch.dtype]) -> None:
+    """``dsts[k].copy_(srcs[k])`` for checked pieces (``one``: all on one device; ``dtypes``: theirs)."""
     if _copy.any_overlap(dsts, srcs):  # in place (out is tensor_lists) or partly: snapshot what is read
         _copy.copy_all(_copy.protect(list(zip(dsts, srcs, strict=True)), dsts))
     elif one:  # every copy is a local one, issued in one call
-        _copy.copy_many(dsts, srcs, dtypes=set(dtypes))
+        _copy.copy_many(dsts, srcs, dtypes=dtypes)
     else:
         _copy.copy_all(list(zip(dsts, srcs, strict=True)))
-    return result
 
 
 _SHAPE = operator.attrgetter("shape")
@@ -216,5 +228,11 @@ def send_recv(tensors: Any, *, out: Any = None) -> list[torch.Tensor]:
     outs = check_outputs(out, n)
     for i, o in enumerate(outs):
         _check_out(o, f"out[{i}]", list(ts[i - 1].shape), ts[i - 1].dtype, ts[i].device)
-    _copy.copy_all(_copy.protect([(outs[i], ts[i - 1]) for i in range(n)], outs))
+    _send_recv_checked(ts, outs)
     return outs
+
+
+def _send_recv_checked(ts: list[torch.Tensor], outs: list[torch.Tensor]) -> None:
+    """:func:`send_recv`'s copies into checked ``outs`` (which may alias ``ts``)."""
+    n = len(ts)
+    _copy.copy_all(_copy.protect([(outs[i], ts[i - 1]) for i in range(n)], outs))

@@ -266,15 +266,22 @@ def reduce_scatter(tensors: Any, dim: int = 0, op: Any = "sum", *, out: Any = No
         raise fail_value("tensors", f"a size along dim {d} that divides into n={n} equal chunks",
                          f"size {size} ({describe(ts[0])})", f"pad or trim dim {d} to a multiple of {n}")
     o = _op(op, ts[0].dtype, "reduce_scatter")
-    c = size // n
     chunk_shape = list(ts[0].shape)
-    chunk_shape[d] = c
+    chunk_shape[d] = size // n
     devices = [t.device for t in ts]
-    cuda = any(t.is_cuda for t in ts)
     outs = None
     if out is not None:
         outs = check_outputs(out, n)
         _check_out_like(outs, chunk_shape, ts[0].dtype, devices)
+    return _reduce_scatter_checked(ts, d, o, chunk_shape, devices, outs)
+
+
+def _reduce_scatter_checked(ts: list[torch.Tensor], d: int, o: ReduceOp, chunk_shape: list[int],
+                            devices: list[torch.device], outs: list[torch.Tensor] | None) -> list[torch.Tensor]:
+    """:func:`reduce_scatter` after its checks (``chunk_shape``: one output's shape)."""
+    n = len(ts)
+    c = chunk_shape[d]
+    cuda = any(t.is_cuda for t in ts)
     if math.prod(ts[0].shape[:d]) == 1 and _nccl.usable(ts + (outs or []), distinct=ts, op=o):
         outs = outs or [torch.empty(chunk_shape, dtype=t.dtype, device=t.device) for t in ts]
         _nccl.reduce_scatter(ts, outs, o)
