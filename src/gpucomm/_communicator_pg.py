@@ -40,6 +40,11 @@ def _concatenated(whole: torch.Tensor, part: torch.Tensor, n: int) -> bool:
     return len(ws) == len(ps) > 0 and ws[0] == n * ps[0] and ws[1:] == ps[1:]
 
 
+def _chunks(t: torch.Tensor, n: int) -> list[torch.Tensor]:
+    """``list(t.chunk(n))``; a world of one takes the tensor itself (the one chunk is all of it)."""
+    return [t] if n == 1 else list(t.chunk(n))
+
+
 class ProcessGroupCommunicator(Communicator):
     """The Communicator on a process group: this rank holds one participant, its own device.
 
@@ -91,6 +96,12 @@ class ProcessGroupCommunicator(Communicator):
     def _global(self, participant: int) -> int:
         return participant if self._group is None else _td.get_global_rank(self._group, participant)
 
+    def _root(self, root: int, arg: str = "root") -> int:
+        """``root`` checked (``_check_root``'s errors) and turned into a global rank."""
+        if type(root) is not int or not 0 <= root < self._world:  # the common case costs two compares
+            _check_root(self, root, arg)
+        return root if self._group is None else _td.get_global_rank(self._group, root)
+
     def _one(self, tensors, arg: str, *, optional: bool = False):
         if type(tensors) is list and len(tensors) == 1:  # the common case, checked cheaply
             t = tensors[0]
@@ -100,69 +111,76 @@ class ProcessGroupCommunicator(Communicator):
 
     # ----- collectives ------------------------------------------------------------------------------
     def broadcast(self, tensors: Tensors, root: int = 0) -> None:
-        gd.broadcast(self._one(tensors, "tensors"), self._global(_check_root(self, root)), self._group)
+        gd.broadcast(self._one(tensors, "tensors"), self._root(root), self._group)
 
     def reduce(self, tensors: Tensors, root: int = 0, op: str | ReduceOp = "sum") -> None:
-        gd.reduce(self._one(tensors, "tensors"), self._global(_check_root(self, root)), op, self._group)
+        gd.reduce(self._one(tensors, "tensors"), self._root(root), op, self._group)
 
     def all_reduce(self, tensors: Tensors, op: str | ReduceOp = "sum") -> None:
         gd.all_reduce(self._one(tensors, "tensors"), op, self._group)
 
     def all_gather(self, outputs: Tensors, inputs: Tensors) -> None:
         out, inp = self._one(outputs, "outputs"), self._one(inputs, "inputs")
-        if not _concatenated(out, inp, self.n):
-            _check_shape("outputs[0]", out, _ALL_GATHER.output_shape(inp.shape, self.n),
-                         f"n={self.n} inputs of shape {list(inp.shape)} concatenated along dim 0")
+        n = self._world
+        if not _concatenated(out, inp, n):
+            _check_shape("outputs[0]", out, _ALL_GATHER.output_shape(inp.shape, n),
+                         f"n={n} inputs of shape {list(inp.shape)} concatenated along dim 0")
         gd.all_gather_into_tensor(out, inp, self._group)
 
     def reduce_scatter(self, outputs: Tensors, inputs: Tensors, op: str | ReduceOp = "sum") -> None:
         out, inp = self._one(outputs, "outputs"), self._one(inputs, "inputs")
-        if not _concatenated(inp, out, self.n):
-            _check_shape("outputs[0]", out, _REDUCE_SCATTER.output_shape(inp.shape, self.n),
-                         f"chunk of {self.n} of an input of shape {list(inp.shape)}")
+        n = self._world
+        if not _concatenated(inp, out, n):
+            _check_shape("outputs[0]", out, _REDUCE_SCATTER.output_shape(inp.shape, n),
+                         f"chunk of {n} of an input of shape {list(inp.shape)}")
         gd.reduce_scatter_tensor(out, inp, op, self._group)
 
     def scatter(self, outputs: Tensors, inputs: OptionalTensors, root: int = 0) -> None:
         out = self._one(outputs, "outputs")
-        is_root = self._rank == _check_root(self, root)
+        global_root = self._root(root)
         chunks = None
-        if is_root:
-            inp = self._one(inputs, "inputs")
-            _check_shape("outputs[0]", out, _SCATTER.output_shape(inp.shape, self.n),
-                         f"chunk of {self.n} of the root's input of shape {list(inp.shape)}")
-            chunks = list(inp.chunk(self.n))
-        gd.scatter(out, chunks, self._global(root), self._group)
+        if self._rank == root:
+            inp, n = self._one(inputs, "inputs"), self._world
+            if not _concatenated(inp, out, n):
+                _check_shape("outputs[0]", out, _SCATTER.output_shape(inp.shape, n),
+                             f"chunk of {n} of the root's input of shape {list(inp.shape)}")
+            chunks = _chunks(inp, n)
+        gd.scatter(out, chunks, global_root, self._group)
 
     def gather(self, outputs: OptionalTensors, inputs: Tensors, root: int = 0) -> None:
         inp = self._one(inputs, "inputs")
-        is_root = self._rank == _check_root(self, root)
+        global_root = self._root(root)
         parts = None
-        if is_root:
-            out = self._one(outputs, "outputs")
-            _check_shape("outputs[0]", out, _GATHER.output_shape(inp.shape, self.n),
-                         f"n={self.n} inputs of shape {list(inp.shape)} concatenated along dim 0")
-            parts = list(out.chunk(self.n))
-        gd.gather(inp, parts, self._global(root), self._group)
+        if self._rank == root:
+            out, n = self._one(outputs, "outputs"), self._world
+            if not _concatenated(out, inp, n):
+                _check_shape("outputs[0]", out, _GATHER.output_shape(inp.shape, n),
+                             f"n={n} inputs of shape {list(inp.shape)} concatenated along dim 0")
+            parts = _chunks(out, n)
+        gd.gather(inp, parts, global_root, self._group)
 
     def all_to_all(self, outputs: Tensors, inputs: Tensors) -> None:
         out, inp = self._one(outputs, "outputs"), self._one(inputs, "inputs")
-        _check_splits("inputs[0]", inp, self.n)
-        _check_shape("outputs[0]", out, tuple(inp.shape), "the input's shape")
+        shape = inp.shape
+        if not shape or shape[0] % self._world or out.shape != shape:  # checked again, for the message
+            _check_splits("inputs[0]", inp, self._world)
+            _check_shape("outputs[0]", out, tuple(shape), "the input's shape")
         gd.all_to_all_single(out, inp, group=self._group)
 
     def send_recv(self, outputs: Tensors, inputs: Tensors) -> None:
         out, inp = self._one(outputs, "outputs"), self._one(inputs, "inputs")
-        _check_shape("outputs[0]", out, tuple(inp.shape), "the input's shape")
+        if out.shape != inp.shape:
+            _check_shape("outputs[0]", out, tuple(inp.shape), "the input's shape")
         gd.send_recv(out, inp, self._group)
 
     # ----- point to point (process groups only) -------------------------------------------------------
     def send(self, tensor: torch.Tensor, dst: int) -> None:
         """Send ``tensor`` to participant (group rank) ``dst``; blocks until it is handed off."""
-        gd.send(tensor, self._global(_check_root(self, dst, "dst")), self._group)
+        gd.send(tensor, self._root(dst, "dst"), self._group)
 
     def recv(self, tensor: torch.Tensor, src: int) -> None:
         """Receive into ``tensor`` from participant (group rank) ``src``."""
-        gd.recv(tensor, self._global(_check_root(self, src, "src")), self._group)
+        gd.recv(tensor, self._root(src, "src"), self._group)
 
     # ----- synchronisation ----------------------------------------------------------------------------
     def barrier(self) -> None:

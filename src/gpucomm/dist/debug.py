@@ -45,10 +45,43 @@ def set_debug_check(enabled: bool | None) -> None:
 
 
 def debug_check_enabled() -> bool:
-    """True when the check is on: :func:`set_debug_check` if called, else ``GPUCOMM_DEBUG_CHECK``."""
-    if _override[0] is not None:
-        return _override[0]
-    return os.environ.get(ENV_VAR, "").strip().lower() in {"1", "true", "yes", "on"}
+    """True when the check is on: :func:`set_debug_check` if called, else ``GPUCOMM_DEBUG_CHECK``.
+
+    .. note:: Every collective asks, so this is on the hot path: the variable is read on every call
+       (setting it at run time still works) but straight from ``os.environ``'s dict, and its text is
+       parsed once per distinct value; ``os.environ.get`` and the parse cost ~1 us a call.
+    """
+    override = _override[0]
+    if override is not None:
+        return override
+    env = os.environ
+    raw = _ENV_DATA.get(_ENV_KEY) if env is _ENVIRON else env.get(ENV_VAR)
+    try:
+        return _PARSED[raw]
+    except KeyError:
+        return _parse_env(raw)
+
+
+def _parse_env(raw: str | bytes | None) -> bool:
+    text = raw.decode(errors="replace") if isinstance(raw, bytes) else (raw or "")
+    on = text.strip().lower() in {"1", "true", "yes", "on"}
+    if len(_PARSED) > 64:  # values are few in practice; never let the cache grow without bound
+        _PARSED.clear()
+    _PARSED[raw] = on
+    return on
+
+
+def _environ_dict() -> tuple[object, dict | None, object]:
+    """``os.environ``, its backing dict and our variable's key there (None: read through ``.get``)."""
+    env = os.environ
+    data, encode = getattr(env, "_data", None), getattr(env, "encodekey", None)
+    if not isinstance(data, dict) or encode is None:
+        return None, None, None
+    return env, data, encode(ENV_VAR)
+
+
+_ENVIRON, _ENV_DATA, _ENV_KEY = _environ_dict()
+_PARSED: dict[object, bool] = {}  # the variable's raw value -> on/off
 
 
 def _describe(t: torch.Tensor | None) -> str:

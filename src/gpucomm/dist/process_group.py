@@ -172,6 +172,7 @@ class ProcessGroup:
 
 
 _state: dict[str, object] = {}  # the running group's ProcessGroup and private store directory
+_GROUP_INFO: dict[object, tuple[str, int]] = {}  # gpucomm.dist's cache: group object -> (backend, size)
 
 
 def _check_backend(backend: str | None) -> str:
@@ -331,6 +332,7 @@ def shutdown(*, abort: bool = False) -> None:
     """
     tmpdir = _state.get("tmpdir")
     _state.clear()
+    _GROUP_INFO.clear()  # drop the references to the groups about to be destroyed
     try:
         if is_initialized():
             _teardown(abort)
