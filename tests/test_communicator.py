@@ -230,3 +230,56 @@ def test_local_communicator_rejects_bad_arguments():
 def test_process_group_communicator_needs_a_group():
     with pytest.raises(RuntimeError, match=r"gpucomm.dist.init\(\)"):
         ProcessGroupCommunicator()
+
+
+# ----- LocalCommunicator's one-round-of-checks fast paths: aliasing and the errors they defer --------
+def test_local_communicator_fast_paths_handle_aliased_buffers():
+    comm, n = LocalCommunicator(["cpu"] * 3), 3
+    ins = [torch.arange(6.0).reshape(6, 1) * (p + 1) for p in range(n)]
+    want = [torch.cat([ins[i].chunk(n)[j] for i in range(n)]) for j in range(n)]
+    bufs = [t.clone() for t in ins]
+    comm.all_to_all(bufs, bufs)  # in place: every piece must be read before it is overwritten
+    assert all(torch.equal(b, w) for b, w in zip(bufs, want, strict=True))
+    bufs = [t.clone() for t in ins]
+    comm.send_recv(bufs, bufs)  # in place ring shift
+    assert all(torch.equal(bufs[p], ins[(p - 1) % n]) for p in range(n))
+    outs = [torch.zeros(6, 1) for _ in range(n)]
+    for p in range(n):  # NCCL's in-place layout: input p is chunk p of output p
+        outs[p].chunk(n)[p].copy_(ins[p].chunk(n)[0])
+    comm.all_gather(outs, [o.chunk(n)[p] for p, o in enumerate(outs)])
+    expected = torch.cat([ins[p].chunk(n)[0] for p in range(n)])
+    assert all(torch.equal(o, expected) for o in outs)
+    src = ins[1].clone()
+    outs = [torch.zeros(2, 1), src.chunk(n)[2], torch.zeros(2, 1)]  # an output inside the source
+    comm.scatter(outs, [None, src, None], root=1)
+    assert all(torch.equal(o, ins[1].chunk(n)[p]) for p, o in enumerate(outs))
+    dst = torch.zeros(6, 1)
+    parts = [dst[2:4].clone(), dst[2:4], dst[4:6].clone()]  # an input inside the destination
+    for p, t in enumerate(parts):
+        t.fill_(p + 1)
+    comm.gather([dst, None, None], parts, root=0)
+    assert torch.equal(dst.flatten(), torch.tensor([1.0, 1, 2, 2, 3, 3]))
+    ts = [torch.full((2,), float(p + 1)) for p in range(n)]
+    comm.broadcast([ts[0], ts[0][:], ts[2]], root=0)  # an output that is a view of the source
+    assert torch.equal(ts[2], torch.ones(2))
+
+
+def test_local_communicator_defers_to_gpucomm_comm_errors():
+    comm = LocalCommunicator(["cpu", "cpu"])
+    f32, f64 = torch.ones(4), torch.ones(4, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"tensors\[1\]: expected dtype torch.float32"):
+        comm.all_reduce([f32, f64])
+    with pytest.raises(ValueError, match=r"tensors\[1\]: expected dtype torch.float32"):
+        comm.reduce([f32, f64], 1)
+    with pytest.raises(ValueError, match=r"tensors\[1\]: expected shape \[4\]"):
+        comm.reduce_scatter([torch.ones(2)] * 2, [torch.ones(4), torch.ones(6)])
+    with pytest.raises(ValueError, match=r"out\[0\]: expected shape \[4\]"):
+        comm.send_recv([torch.ones(2), torch.ones(4)], [torch.ones(2), torch.ones(4)])
+    with pytest.raises(ValueError, match=r"out\[0\]: expected dtype torch.float32"):
+        comm.all_gather([torch.ones(8, dtype=torch.float64)] * 2, [f32, f32])
+    with pytest.raises(ValueError, match="complex"):
+        comm.all_reduce([torch.ones(2, dtype=torch.complex64)] * 2, "max")
+    with pytest.raises(ValueError, match=r"root: expected a participant index"):
+        comm.gather([torch.ones(8), None], [f32, f32], root=-1)
+    with pytest.raises(TypeError, match=r"inputs\[1\]: expected the root's tensor, but got None"):
+        comm.scatter([torch.ones(2)] * 2, [f32, None], root=1)
