@@ -108,8 +108,8 @@ def backend(group: _td.ProcessGroup | None = None) -> str:
     return str(_td.get_backend(group)).lower()
 
 
-def _group_info(group) -> tuple[str, int]:
-    """``(backend(group), get_world_size(group))``, asked of torch once per process-group object.
+def _group_info(group) -> tuple[str, int, int]:
+    """``(backend(group), get_world_size(group), get_rank(group))``, asked of torch once per group object.
 
     A group's backend and size never change, and the key is the group object itself (the default
     group's object for None), so a new group after a shutdown is a new key.
@@ -117,7 +117,8 @@ def _group_info(group) -> tuple[str, int]:
     key = _td.group.WORLD if group is None else group
     info = _GROUPS.get(key) if key is not None else None
     if info is None:
-        info = (backend(group), _td.get_world_size(group))  # raises torch's error when there is no group
+        # backend() first: it raises torch's error when there is no group or this rank is not in it
+        info = (backend(group), _td.get_world_size(group), _td.get_rank(group))
         if len(_GROUPS) > 64:  # destroyed groups stay referenced here; keep that bounded
             _GROUPS.clear()
         _GROUPS[key] = info
@@ -213,7 +214,7 @@ def reduce(tensor: torch.Tensor, dst: int, op: str | ReduceOp = "sum", group=Non
     """
     _check1("reduce", group, "tensor", tensor)
     top, divide = _torch_op(op, tensor, group)
-    is_dst = _td.get_rank() == dst
+    is_dst = _group_info(None)[2] == dst  # the global rank, as torch.distributed.get_rank()
     buf = tensor if is_dst or _group_info(group)[0] == "nccl" else tensor.clone()
     work = _td.reduce(buf, dst, top, group=group, async_op=async_op)
     return _finish(work, tensor if is_dst else None, divide and is_dst, group, async_op)

@@ -172,7 +172,7 @@ class ProcessGroup:
 
 
 _state: dict[str, object] = {}  # the running group's ProcessGroup and private store directory
-_GROUP_INFO: dict[object, tuple[str, int]] = {}  # gpucomm.dist's cache: group object -> (backend, size)
+_GROUP_INFO: dict[object, tuple[str, int, int]] = {}  # gpucomm.dist's cache: group -> (backend, size, rank)
 
 
 def _check_backend(backend: str | None) -> str:
