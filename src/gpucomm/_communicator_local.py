@@ -81,6 +81,17 @@ def _internals():
 _INTERNALS = None
 
 
+def _alike(ts: list[torch.Tensor], shape, dtype: torch.dtype) -> bool:
+    """gpucomm.comm's ``dense_like(ts, shape, dtype)``: every tensor strided with that shape and dtype."""
+    return all(t.shape == shape and t.dtype is dtype and t.layout is _STRIDED for t in ts)
+
+
+def _avg_ok(op: ReduceOp, t: torch.Tensor) -> None:
+    """:func:`_check_avg_dtype` for a parsed op, its passing case decided here without a call."""
+    if op is ReduceOp.AVG and not (t.is_floating_point() or t.is_complex()):
+        _check_avg_dtype(op, t)
+
+
 def _uniform(ins: list[torch.Tensor], outs: list[torch.Tensor]) -> bool:
     """Every input and output strided with ``ins[0]``'s shape and dtype (one pass, no error paths)."""
     first = ins[0]
@@ -177,11 +188,11 @@ class LocalCommunicator(Communicator):
     def reduce(self, tensors: Tensors, root: int = 0, op: str | ReduceOp = "sum") -> None:
         ts = self._held(tensors, "tensors")
         o = parse_op(op)
-        _check_avg_dtype(o, ts[0])
+        _avg_ok(o, ts[0])
         dst = ts[self._root(root)]
         if self._usable:
             k, first = _internals(), ts[0]
-            if k.dense_like(ts, first.shape, first.dtype):  # gpucomm.comm.reduce's checks, in one pass
+            if _alike(ts, first.shape, first.dtype):  # gpucomm.comm.reduce's checks, in one pass
                 k.check_op_dtype(o, first.dtype, "reduce")
                 k.reduce_to(ts, dst.device, o, dst)
                 return
@@ -190,10 +201,10 @@ class LocalCommunicator(Communicator):
     def all_reduce(self, tensors: Tensors, op: str | ReduceOp = "sum") -> None:
         ts = self._held(tensors, "tensors")
         o = parse_op(op)
-        _check_avg_dtype(o, ts[0])
+        _avg_ok(o, ts[0])
         if self._usable:
             k, first = _internals(), ts[0]
-            if k.dense_like(ts, first.shape, first.dtype):  # gpucomm.comm.all_reduce's checks, in one pass
+            if _alike(ts, first.shape, first.dtype):  # gpucomm.comm.all_reduce's checks, in one pass
                 k.check_op_dtype(o, first.dtype, "all_reduce")
                 k.all_reduce(ts, o, ts, [t.device for t in ts])
                 return
@@ -208,7 +219,7 @@ class LocalCommunicator(Communicator):
                                                        f"concatenated along dim 0")
         if self._usable:
             k, first = _internals(), ins[0]
-            if k.dense_like(ins, first.shape, first.dtype) and k.dense_like(outs, want, first.dtype):
+            if _alike(ins, first.shape, first.dtype) and _alike(outs, want, first.dtype):
                 # Everything gpucomm.comm.all_gather(out=) checks holds: equal dense inputs of one dtype,
                 # dense outputs of the concatenated shape and that dtype, each on its participant's device.
                 k.all_gather(ins, 0, list(want), [t.device for t in ins], outs)
@@ -218,7 +229,7 @@ class LocalCommunicator(Communicator):
     def reduce_scatter(self, outputs: Tensors, inputs: Tensors, op: str | ReduceOp = "sum") -> None:
         outs, ins = self._held(outputs, "outputs"), self._held(inputs, "inputs")
         o = parse_op(op)
-        _check_avg_dtype(o, ins[0])
+        _avg_ok(o, ins[0])
         want = _REDUCE_SCATTER.output_shape(ins[0].shape, self._n)
         if not all(tuple(x.shape) == want for x in outs):
             for i, x in enumerate(outs):
@@ -226,7 +237,7 @@ class LocalCommunicator(Communicator):
                              f"chunk of {self._n} of an input of shape {list(ins[0].shape)}")
         if self._usable:
             k, first = _internals(), ins[0]
-            if k.dense_like(ins, first.shape, first.dtype) and k.dense_like(outs, want, first.dtype):
+            if _alike(ins, first.shape, first.dtype) and _alike(outs, want, first.dtype):
                 # Everything gpucomm.comm.reduce_scatter(out=) checks holds (the split divides: want
                 # was computed above); its op check, then its work.
                 k.check_op_dtype(o, first.dtype, "reduce_scatter")
