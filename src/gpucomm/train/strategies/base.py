@@ -74,6 +74,19 @@ class Strategy(abc.ABC):
         """Why the strategy cannot run under ``config``, or None when it can."""
         return None
 
+    def _build_on_first_device(self, workload: Workload) -> nn.Module:
+        """The prologue ``single``, ``dp`` and ``ddp`` share: the workload's model on ``devices[0]``.
+
+        Resets peak-memory counters, records the workload and the precision it resolves to, and
+        returns (and keeps as ``self.model``) a freshly built model on ``self.device``.
+        """
+        self.device = self.devices[0]
+        reset_peak_memory(self.devices)
+        self.workload = workload
+        self.precision = self.config.resolved_precision(workload.autocast)
+        self.model = workload.build_model().to(self.device)
+        return self.model
+
     def _plain_step(self, module: nn.Module, batch: tuple[Any, Any]) -> StepResult:
         """Forward ``batch`` through ``module`` on ``self.device``, backward, one optimizer step.
 

@@ -22,7 +22,6 @@ from gpucomm.train.strategies.base import (
     Strategy,
     make_optimizer,
     parameter_state,
-    reset_peak_memory,
     split_batch,
 )
 
@@ -40,11 +39,7 @@ class DDPStrategy(Strategy):
         self.rank, self.world_size = rank, world_size
 
     def prepare(self, workload: Workload) -> None:
-        self.device = self.devices[0]
-        reset_peak_memory(self.devices)
-        self.workload = workload
-        self.precision = self.config.resolved_precision(workload.autocast)
-        self.model = workload.build_model().to(self.device)
+        self._build_on_first_device(workload)
         ids = [self.device.index] if self.device.type == "cuda" else None
         self.ddp = DistributedDataParallel(self.model, device_ids=ids, bucket_cap_mb=self.config.bucket_cap_mb)
         self.optimizer = make_optimizer(self.ddp.parameters(), self.device, self.config)

@@ -27,7 +27,6 @@ from gpucomm.train.strategies.base import (
     autocast,
     make_optimizer,
     parameter_state,
-    reset_peak_memory,
 )
 
 __all__ = ["DataParallelStrategy"]
@@ -58,11 +57,7 @@ class DataParallelStrategy(Strategy):
         return None
 
     def prepare(self, workload: Workload) -> None:
-        self.device = self.devices[0]
-        reset_peak_memory(self.devices)
-        self.workload = workload
-        self.precision = self.config.resolved_precision(workload.autocast)
-        self.model = workload.build_model().to(self.device)
+        self._build_on_first_device(workload)
         ids = [d.index for d in self.devices]
         self.dp = nn.DataParallel(_AutocastForward(self.model, self.precision), device_ids=ids,
                                   output_device=self.device.index)

@@ -12,7 +12,6 @@ from gpucomm.train.strategies.base import (
     Strategy,
     make_optimizer,
     parameter_state,
-    reset_peak_memory,
 )
 
 __all__ = ["SingleStrategy"]
@@ -27,11 +26,7 @@ class SingleStrategy(Strategy):
         super().__init__(config, list(devices)[:1])
 
     def prepare(self, workload: Workload) -> None:
-        self.device = self.devices[0]
-        reset_peak_memory(self.devices)
-        self.workload = workload
-        self.precision = self.config.resolved_precision(workload.autocast)
-        self.model = workload.build_model().to(self.device)
+        self._build_on_first_device(workload)
         self.optimizer = make_optimizer(self.model.parameters(), self.device, self.config)
 
     def step(self, step: int, batch: tuple[Any, Any]) -> StepResult:
