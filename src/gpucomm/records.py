@@ -195,6 +195,19 @@ class TrainRecord:
     """Why a strategy is not applicable or failed, or anything else a reader must know."""
     devices: list[str] = field(default_factory=list)
     """Device of each participant, e.g. ["cuda:0", "cuda:0"] (a repeat means a shared GPU); one per DDP rank."""
+    host_ms_median: float | None = None
+    """Median over timed steps of the host time one process spends enqueuing a step (Python and kernel
+    launches, waits excluded), milliseconds."""
+    host_ms_per_device: float | None = None
+    """``host_ms_median`` divided by the devices that one process drives: the host cost a strategy pays per
+    device per step.  The advisor's calibration reads this instead of assuming a constant."""
+    gpu_ms_median: float | None = None
+    """Median over timed steps of the device time of one step on one device (CUDA events), milliseconds."""
+    graphs: bool = False
+    """True when each step replayed CUDA graphs (``--graphs``) instead of launching eagerly."""
+    host_breakdown_ms: dict[str, float] = field(default_factory=dict)
+    """Median host time per step of each phase a strategy reports (DataParallel: replicate, scatter,
+    parallel_apply, gather, backward; replicated: launch per replica, all-reduce), milliseconds."""
 
 
 @dataclass(kw_only=True, slots=True)
