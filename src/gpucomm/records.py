@@ -212,11 +212,18 @@ class TrainRecord:
 
 @dataclass(kw_only=True, slots=True)
 class AdviceRecord:
-    """One ``gpucomm advise`` row: one strategy's prediction for one hardware and workload."""
+    """One ``gpucomm advise`` row: one layout's (or named strategy's) prediction for one hardware and workload.
+
+    The planner's rows carry a ``layout`` (tp, pp, cp, dp, shard, mb, ac, vpp); the named strategies of the
+    1-64 GPU comparison (dp, replicated, ddp, zero1-3, fsdp) carry the layout they amount to.  Memory is per
+    GPU (the most loaded one: pipeline stage 0, or device 0 for DataParallel) and split into terms that add
+    up to ``memory_per_gpu_bytes``.  Times are seconds per optimizer step.
+    """
 
     kind: ClassVar[str] = "advice"
     strategy: str
-    """"dp", "replicated", "ddp", "zero1", "zero2", "zero3", "fsdp", … ."""
+    """A named strategy ("dp", "replicated", "ddp", "zero1", "zero2", "zero3", "fsdp") or, for planner rows,
+    the layout in short form ("tp8 pp4 dp32 mb1 ac=full")."""
     hardware: str
     """Hardware profile name, e.g. "h200-nvswitch", or "calibrated:<file>"."""
     nodes: int
@@ -224,39 +231,70 @@ class AdviceRecord:
     gpus_per_node: int
     """GPUs per machine."""
     model: str
-    """Built-in model name, ``pkg.module:factory``, or "<N> params"."""
+    """Preset name (``gpucomm.models``), "arch:L..-h..", ``pkg.module:factory``, or "<N> params"."""
     params: int
     """Parameter count Ψ."""
     global_batch: int
-    """Samples per optimizer step."""
+    """Samples (sequences) per optimizer step."""
     seq_len: int | None
     """Tokens per sample (None for non-sequence models)."""
     step_time_s: float
     """Predicted seconds per optimizer step."""
     samples_per_s: float
-    """Predicted throughput."""
-    scaling_efficiency: float
-    """Predicted throughput / (GPUs × one GPU's predicted throughput)."""
+    """Predicted throughput, samples per second (all GPUs)."""
+    scaling_efficiency: float | None
+    """Predicted throughput / (GPUs × one GPU's predicted throughput at the same per-GPU batch); None when
+    one GPU cannot hold the model (planner rows)."""
     memory_per_gpu_bytes: int
-    """Predicted peak memory per GPU."""
+    """Predicted peak memory of the most loaded GPU: the sum of the ``memory_*_bytes`` terms below."""
     memory_capacity_bytes: int
-    """The GPU's memory."""
+    """Usable bytes of one GPU as the driver reports them (the profile's capacity and its source)."""
     fits: bool
-    """memory_per_gpu_bytes <= memory_capacity_bytes; a strategy that does not fit is flagged, not ranked."""
+    """memory_per_gpu_bytes <= memory_capacity_bytes; a row that does not fit is flagged, never ranked."""
     comm_share: float
-    """Exposed communication time / step time, 0..1."""
+    """Exposed communication time (not hidden behind compute; pipeline bubble excluded) / step time, 0..1."""
     rank: int | None
-    """1 = recommended; None when it does not fit."""
+    """1 = recommended; None when it does not fit or does not apply."""
     reason: str
-    """Plain-language reason for the rank (why chosen, or why rejected)."""
+    """Plain-language reason for the rank (why chosen, or why it lost / cannot run)."""
     calibrated: bool = False
     """True when measured (bench/train) values replaced datasheet ones."""
     tokens_per_s: float | None = None
-    """samples_per_s × seq_len, for sequence models."""
+    """samples_per_s × seq_len, all GPUs, for sequence models."""
     compute_s: float | None = None
-    """Predicted compute time per step (forward + backward + optimizer)."""
+    """Predicted compute per step on one GPU (forward + backward + recomputation + optimizer)."""
     comm_s: float | None = None
-    """Predicted total communication time per step, exposed or not."""
+    """Predicted communication per step, exposed or not."""
+    layout: dict[str, Any] = field(default_factory=dict)
+    """The parallel layout: ``tp``, ``pp``, ``cp``, ``dp`` (ints; tp×pp×cp×dp = GPUs), ``shard`` ("none",
+    "zero1", "zero2", "zero3", "fsdp", "hsdp"), ``mb`` (micro-batch, sequences per model replica), ``ac``
+    (activation checkpointing: "none", "selective", "full"), ``vpp`` (virtual stages per pipeline rank, 1 =
+    plain 1F1B); gradient accumulation is ``global_batch / (dp × mb)``."""
+    tokens_per_s_per_gpu: float | None = None
+    """tokens_per_s / GPUs: the figure published training runs report (torchtitan's "wps", LLM Foundry's
+    "tok/s/GPU")."""
+    mfu: float | None = None
+    """Model FLOPs utilisation, 0..1: model FLOPs per token (``gpucomm.models``: 6 N_mm + 12 L h s, no
+    recomputation) × tokens_per_s_per_gpu / the GPU's dense peak for the compute dtype."""
+    exposed_comm_s: float | None = None
+    """Communication not hidden behind compute, per step."""
+    bubble_s: float | None = None
+    """Pipeline bubble per step: (pp − 1) / (micro-batches × vpp) of the pipelined compute."""
+    memory_params_bytes: int | None = None
+    """Weights this GPU holds between steps (after TP/PP split and sharding)."""
+    memory_grads_bytes: int | None = None
+    """Gradients this GPU holds (sharded by zero2/zero3/fsdp/hsdp)."""
+    memory_optimizer_bytes: int | None = None
+    """Optimizer state (fp32 master weights + Adam moments in mixed precision), sharded by zero1 and up."""
+    memory_activations_bytes: int | None = None
+    """Stored activations: per micro-batch (Korthikanti et al. 2022, by ``ac``) × micro-batches in flight."""
+    memory_logits_bytes: int | None = None
+    """Logits and their gradient (fp32) of the last pipeline stage's micro-batch."""
+    memory_buffers_bytes: int | None = None
+    """Communication buffers and unsharded units (DDP buckets, FSDP's gathered layers, DataParallel's
+    gathered outputs on device 0)."""
+    memory_reserve_bytes: int | None = None
+    """A stated reserve for the CUDA context, NCCL and allocator fragmentation."""
 
 
 @dataclass(kw_only=True, slots=True)
