@@ -1,0 +1,51 @@
+"""broadcast: every participant ends with a full copy of the root's tensor.
+
+Cost: a pipelined chain, n-1 hops that carry S once per link (ring_steps n-1, wire bytes S).
+busbw factor 1.  Measured in place through the Communicator and torch.distributed (the root's
+buffer is the source); torch.cuda.comm copies out of place into ``out=``.
+"""
+
+from __future__ import annotations
+
+from gpucomm.collectives.spec import BUFFER, FULL, IN_PLACE, ROOT, Args, Calls, Collective, Factor, Invocation
+
+
+def _buffers(p, n, count, root, placement, empty):
+    if placement == IN_PLACE:
+        t = empty(count)
+        return t, t
+    return (empty(count) if p == root else None), empty(count)
+
+
+def _expected(q, n, count, root, data):
+    return data.input(root, count)
+
+
+def _torch_cuda_comm(lib, a: Args) -> Invocation:
+    return Invocation("broadcast", lib.broadcast, (a.inputs[a.root],), {"out": list(a.outputs)})
+
+
+def _gpucomm_comm(lib, a: Args) -> Invocation:
+    return Invocation("broadcast", lib.broadcast, (a.inputs[a.root],), {"out": list(a.outputs)})
+
+
+def _torch_distributed(td, a: Args) -> Invocation:
+    return Invocation("broadcast", td.broadcast, (a.outputs[0],), {"src": a.root})
+
+
+def _gpucomm_dist(gd, a: Args) -> Invocation:
+    return Invocation("broadcast", gd.broadcast, (a.outputs[0],), {"src": a.root})
+
+
+def _communicator(comm, a: Args) -> Invocation:
+    return Invocation("broadcast", comm.broadcast, (a.outputs,), {"root": a.root})
+
+
+ROW = Collective(
+    name="broadcast", order=10, has_root=True, reduces=False, factor=Factor.ONE, input_buffer=ROOT,
+    output_buffer=FULL, count_unit=BUFFER, steps=lambda n: n - 1, placements=(IN_PLACE,),
+    summary="every participant holds a full copy of the root's tensor",
+    buffers=_buffers, expected=_expected,
+    calls=Calls(torch_cuda_comm=_torch_cuda_comm, gpucomm_comm=_gpucomm_comm,
+                torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist, communicator=_communicator),
+)

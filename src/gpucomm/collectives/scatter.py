@@ -1,0 +1,61 @@
+"""scatter: participant i ends with chunk i of the root's tensor.
+
+Cost: the root sends n-1 chunks of S/n (ring_steps n-1, wire bytes (n-1)/n·S); busbw factor
+(n-1)/n.  ``count`` is one chunk; only the root has an input (n chunks).  Out of place.
+"""
+
+from __future__ import annotations
+
+from gpucomm.collectives.spec import (
+    CHUNK,
+    CHUNK_COUNT,
+    OUT_OF_PLACE,
+    ROOT,
+    Args,
+    Calls,
+    Collective,
+    Factor,
+    Invocation,
+)
+
+
+def _buffers(p, n, count, root, placement, empty):
+    return (empty(n * count) if p == root else None), empty(count)
+
+
+def _expected(q, n, count, root, data):
+    return data.input(root, count, q * count)
+
+
+def _torch_cuda_comm(lib, a: Args) -> Invocation:
+    return Invocation("scatter", lib.scatter, (a.inputs[a.root],), {"out": list(a.outputs)})
+
+
+def _gpucomm_comm(lib, a: Args) -> Invocation:
+    return Invocation("scatter", lib.scatter, (a.inputs[a.root],), {"out": list(a.outputs)})
+
+
+def _chunks(a: Args):
+    return list(a.inputs[0].chunk(a.n)) if a.rank == a.root else None
+
+
+def _torch_distributed(td, a: Args) -> Invocation:
+    return Invocation("scatter", td.scatter, (a.outputs[0], _chunks(a)), {"src": a.root})
+
+
+def _gpucomm_dist(gd, a: Args) -> Invocation:
+    return Invocation("scatter", gd.scatter, (a.outputs[0], _chunks(a)), {"src": a.root})
+
+
+def _communicator(comm, a: Args) -> Invocation:
+    return Invocation("scatter", comm.scatter, (a.outputs, a.inputs), {"root": a.root})
+
+
+ROW = Collective(
+    name="scatter", order=60, has_root=True, reduces=False, factor=Factor.N_MINUS_1_OVER_N,
+    input_buffer=ROOT, output_buffer=CHUNK, count_unit=CHUNK_COUNT, steps=lambda n: n - 1,
+    placements=(OUT_OF_PLACE,), summary="participant i holds chunk i of the root's tensor",
+    buffers=_buffers, expected=_expected,
+    calls=Calls(torch_cuda_comm=_torch_cuda_comm, gpucomm_comm=_gpucomm_comm,
+                torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist, communicator=_communicator),
+)
