@@ -23,7 +23,7 @@ import os
 from collections.abc import Mapping
 
 import torch
-import torch.distributed as dist
+import torch.distributed as td
 
 __all__ = ["ENV_VAR", "CollectiveMismatchError", "debug_check_enabled", "set_debug_check", "verify"]
 
@@ -90,7 +90,7 @@ def _describe(t: torch.Tensor | None) -> str:
     return f"{str(t.dtype).removeprefix('torch.')}{list(t.shape)}"
 
 
-def verify(name: str, group: dist.ProcessGroup | None, tensors: Mapping[str, torch.Tensor | None]) -> None:
+def verify(name: str, group: td.ProcessGroup | None, tensors: Mapping[str, torch.Tensor | None]) -> None:
     """Raise :class:`CollectiveMismatchError` on every rank unless all ranks' descriptions agree.
 
     Args:
@@ -99,8 +99,8 @@ def verify(name: str, group: dist.ProcessGroup | None, tensors: Mapping[str, tor
         tensors: the tensors whose shape and dtype must match across ranks, by argument name.
     """
     mine = ", ".join(f"{k}={_describe(v)}" for k, v in tensors.items())
-    everyone: list[str | None] = [None] * dist.get_world_size(group)
-    dist.all_gather_object(everyone, mine, group=group)
+    everyone: list[str | None] = [None] * td.get_world_size(group)
+    td.all_gather_object(everyone, mine, group=group)
     if all(d == everyone[0] for d in everyone):
         return
     lines = [f"gpucomm.dist.{name}: the ranks disagree on their tensors ({ENV_VAR}=1 check)"]

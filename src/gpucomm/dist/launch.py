@@ -48,8 +48,9 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait as _wait
 from typing import Any
 
+import gpucomm.dist.ops as _ops
+import gpucomm.dist.process_group as _pg
 from gpucomm.devices import cuda_device_count
-from gpucomm.dist import process_group as _pg
 from gpucomm.dist.debug import ENV_VAR as _DEBUG_ENV
 
 __all__ = ["LaunchError", "RankFailure", "launch"]
@@ -205,7 +206,7 @@ def _worker(rank: int, spec: _WorkerSpec, conn, fn, args: tuple) -> None:
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
     try:
         target = fn.resolve() if isinstance(fn, _FnRef) else fn
-        store = _pg.dist.FileStore(os.path.join(spec.tmpdir, "store"), spec.nprocs)
+        store = _pg.td.FileStore(os.path.join(spec.tmpdir, "store"), spec.nprocs)
         _pg.init(spec.backend, spec.pg_timeout_s, store=store, rank=rank, world_size=spec.nprocs)
         conn.send(("ready", rank))
         # Plain pickle, by value: multiprocessing's pickler would share tensors through file
@@ -221,11 +222,9 @@ def _worker(rank: int, spec: _WorkerSpec, conn, fn, args: tuple) -> None:
 def _teardown_after_success() -> None:
     # A barrier first: a rank must not free its buffers (NCCL reads peers' memory) while another
     # rank's last collective may still be using them.  A failing peer is the launcher's business.
-    from gpucomm import dist as gd
-
     try:
-        if gd.is_initialized():
-            gd.barrier()
+        if _pg.is_initialized():
+            _ops.barrier()
         _pg.shutdown()
     except Exception:
         os._exit(0)  # the result was delivered; the peer's failure is reported by the launcher
@@ -246,7 +245,7 @@ def _report(conn, rank: int, exc: BaseException) -> None:
 
 def _looks_secondary(exc: BaseException) -> bool:
     """A communication error (peer gone, collective aborted) rather than the user's own failure."""
-    dist_error = getattr(_pg.dist, "DistError", None)
+    dist_error = getattr(_pg.td, "DistError", None)
     if dist_error is not None and isinstance(exc, dist_error):
         return True
     text = str(exc).lower()

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
-import torch.distributed as dist
+import torch.distributed as td
 
 from gpucomm.devices import cuda_device_count
 
@@ -202,13 +202,13 @@ def _pick_device(backend: str, local_rank: int) -> torch.device:
 
 def _init_kwargs(device_: torch.device) -> dict:
     # device_id binds the NCCL communicator to this process's GPU (torch >= 2.3); older torch lacks it.
-    if device_.type == "cuda" and "device_id" in inspect.signature(dist.init_process_group).parameters:
+    if device_.type == "cuda" and "device_id" in inspect.signature(td.init_process_group).parameters:
         return {"device_id": device_}
     return {}
 
 
 def init(backend: str | None = None, timeout: float | _dt.timedelta = DEFAULT_TIMEOUT, *,
-         store: dist.Store | None = None, rank: int | None = None,
+         store: td.Store | None = None, rank: int | None = None,
          world_size: int | None = None) -> ProcessGroup:
     """Start the default process group from the environment (or from ``store``/``rank``/``world_size``).
 
@@ -226,7 +226,7 @@ def init(backend: str | None = None, timeout: float | _dt.timedelta = DEFAULT_TI
         RuntimeError: a default process group is already initialised.
         ValueError: bad environment values, NCCL without GPUs, or more local ranks than GPUs.
     """
-    if dist.is_initialized():
+    if td.is_initialized():
         raise RuntimeError("gpucomm.dist.init: a default process group is already initialised in this "
                            "process; call gpucomm.dist.shutdown() first")
     name = _check_backend(backend)
@@ -239,7 +239,7 @@ def init(backend: str | None = None, timeout: float | _dt.timedelta = DEFAULT_TI
     return _init_from_env(name, delta, env)
 
 
-def _init_explicit(backend: str, timeout: _dt.timedelta, store: dist.Store, rank: int | None,
+def _init_explicit(backend: str, timeout: _dt.timedelta, store: td.Store, rank: int | None,
                    world_size: int | None) -> ProcessGroup:
     if not isinstance(world_size, int) or world_size < 1:
         raise ValueError(f"world_size: expected an int >= 1 with store=, but got {world_size!r}")
@@ -247,7 +247,7 @@ def _init_explicit(backend: str, timeout: _dt.timedelta, store: dist.Store, rank
         raise ValueError(f"rank: expected an int in [0, {world_size}) with store=, but got {rank!r}")
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     dev = _pick_device(backend, local_rank)
-    dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout,
+    td.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout,
                             **_init_kwargs(dev))
     return _remember(ProcessGroup(backend=backend, rank=rank, world_size=world_size, local_rank=local_rank,
                                   device=dev, source="explicit"), None)
@@ -271,9 +271,9 @@ def _init_single(backend: str, timeout: _dt.timedelta) -> ProcessGroup:
     tmp = tempfile.mkdtemp(prefix="gpucomm-pg-")
     try:
         dev = _pick_device(backend, 0)
-        store = dist.FileStore(os.path.join(tmp, "store"), 1)
+        store = td.FileStore(os.path.join(tmp, "store"), 1)
         with _loopback_sockets():
-            dist.init_process_group(backend, store=store, rank=0, world_size=1, timeout=timeout,
+            td.init_process_group(backend, store=store, rank=0, world_size=1, timeout=timeout,
                                     **_init_kwargs(dev))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -291,7 +291,7 @@ def _init_from_env(backend: str, timeout: _dt.timedelta, env: DistEnv) -> Proces
     else:
         raise ValueError("MASTER_ADDR: SLURM does not set it; export it in the job script, e.g. "
                          "export MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n1)")
-    dist.init_process_group(backend, init_method=method, rank=env.rank, world_size=env.world_size,
+    td.init_process_group(backend, init_method=method, rank=env.rank, world_size=env.world_size,
                             timeout=timeout, **_init_kwargs(dev))
     return _remember(ProcessGroup(backend=backend, rank=env.rank, world_size=env.world_size,
                                   local_rank=env.local_rank, device=dev, source=env.source), None)
@@ -305,12 +305,12 @@ def _remember(pg: ProcessGroup, tmpdir: str | None) -> ProcessGroup:
 
 def current() -> ProcessGroup | None:
     """The :class:`ProcessGroup` that :func:`init` started, or None (also when torch's was started directly)."""
-    return _state.get("group") if dist.is_initialized() else None  # type: ignore[return-value]
+    return _state.get("group") if td.is_initialized() else None  # type: ignore[return-value]
 
 
 def is_initialized() -> bool:
     """True when a default process group exists (started by :func:`init` or by torch directly)."""
-    return dist.is_available() and dist.is_initialized()
+    return td.is_available() and td.is_initialized()
 
 
 def device() -> torch.device:
@@ -318,7 +318,7 @@ def device() -> torch.device:
     pg = current()
     if pg is not None:
         return pg.device
-    if is_initialized() and dist.get_backend() == "nccl":
+    if is_initialized() and td.get_backend() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
 
@@ -342,12 +342,12 @@ def shutdown(*, abort: bool = False) -> None:
 
 
 def _teardown(abort: bool) -> None:
-    abort_fn = getattr(dist.distributed_c10d, "_abort_process_group", None)
-    if abort and abort_fn is not None and dist.get_backend() == "nccl":
+    abort_fn = getattr(td.distributed_c10d, "_abort_process_group", None)
+    if abort and abort_fn is not None and td.get_backend() == "nccl":
         try:
             abort_fn()
             return
         except Exception as exc:  # fall back to a plain destroy
             warnings.warn(f"gpucomm.dist.shutdown: aborting the NCCL group failed ({exc}); destroying it",
                           RuntimeWarning, stacklevel=3)
-    dist.destroy_process_group()
+    td.destroy_process_group()
