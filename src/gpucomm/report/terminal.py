@@ -1,25 +1,24 @@
-"""Terminal tables: ``rich`` tables of bench, train, advice and scale records.
+"""Terminal tables of bench, train, advice and scale records, laid out for the terminal they are in.
 
-:func:`bench_table` follows nccl-tests' output (``../shared/reference/collective-bench.md`` §1.5): the
-size, count, type and redop columns, then time, algbw, busbw and ``#wrong``, with a units row under the
-header.  A row whose ``#wrong`` is non-zero is drawn bold red and says ``WRONG``, so it cannot be missed.
+Each function returns a :class:`~gpucomm.report.fit.FitTable`: printed through any ``rich`` console it
+fits that console's width (80 columns included) without truncating a name — columns that every row
+shares move to the caption, reasons and notes become numbered notes under the table, and optional
+numbers are left out last (the caption says which).  See :mod:`gpucomm.report.fit`.
 
-``gpucomm bench`` redraws :func:`bench_table` inside a ``rich.live.Live`` display as rows arrive, so
-building a table is one pass over the records with no sorting or lookups: a few hundred rows cost
-about a millisecond.  Callers that keep one table and grow it can use :func:`add_bench_row`.
+:func:`bench_table` follows nccl-tests' output (size, count, type, redop, time, algbw, busbw,
+``#wrong``) with a units row under the header.  A row whose ``#wrong`` is non-zero is drawn bold red
+and says ``WRONG``, so it cannot be missed.  Building a table is one pass over the records, so the live
+bench view rebuilds it for every new row (a few hundred rows cost about a millisecond).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rich import box
-from rich.table import Table
-from rich.text import Text
-
 from gpucomm.records import AdviceRecord, BenchRecord, ScaleRecord, TrainRecord
 from gpucomm.report._format import (
     MISSING,
+    fmt_bytes,
     fmt_float,
     fmt_int,
     fmt_mem,
@@ -27,10 +26,10 @@ from gpucomm.report._format import (
     fmt_speedup,
     fmt_wrong,
 )
+from gpucomm.report.fit import Column, FitTable
 
 __all__ = [
     "BENCH_COLUMNS",
-    "add_bench_row",
     "advice_order",
     "advice_table",
     "bench_row",
@@ -39,91 +38,88 @@ __all__ = [
     "train_table",
 ]
 
-# (header, unit) per column, in nccl-tests order; the unit row sits under the header.
-BENCH_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("op", ""), ("backend", ""), ("size", "(B)"), ("count", "(elems)"), ("type", ""), ("redop", ""),
-    ("n", ""), ("placement", ""), ("time med", "(us)"), ("time p99", "(us)"), ("algbw", "(GB/s)"),
-    ("busbw", "(GB/s)"), ("#wrong", ""), ("speedup", "(x base)"),
-)
-_NUMERIC = {"size", "count", "n", "time med", "time p99", "algbw", "busbw", "#wrong", "speedup"}
-
-# Narrow on purpose: the train CLI prints this in whatever terminal it has (80 columns in a pipe).
-_TRAIN_COLUMNS = (
-    ("strategy", ""), ("model", ""), ("precision", ""), ("dev", ""), ("samples/s", ""), ("tokens/s", ""),
-    ("step med", "(ms)"), ("p90", "(ms)"), ("peak mem", "(GiB)"), ("comm", "(ms)"), ("eff", ""),
-    ("equal", ""), ("status", ""),
-)
-_ADVICE_COLUMNS = (
-    ("rank", ""), ("strategy", ""), ("hardware", ""), ("GPUs", "(nodes x per node)"), ("step", "(s)"),
-    ("samples/s", ""), ("tokens/s", ""), ("scaling eff", ""), ("memory/GPU", "(of capacity)"),
-    ("comm share", ""), ("reason", ""),
-)
-_SCALE_COLUMNS = (
-    ("strategy", ""), ("hardware", ""), ("GPUs", ""), ("nodes", ""), ("samples/s", ""),
-    ("scaling eff", ""), ("step", "(s)"), ("fits", ""),
+# nccl-tests order.  Identity columns (op … timing) collapse into the caption when every row shares
+# them; the numbers with a drop rank are left out, highest rank first, when the terminal is too narrow.
+BENCH_COLUMNS: tuple[Column, ...] = (
+    Column("op", collapse=True), Column("backend", collapse=True), Column("form", collapse=True),
+    Column("size", numeric=True), Column("count", "(elems)", numeric=True, drop=6),
+    Column("type", collapse=True), Column("redop", collapse=True), Column("n", numeric=True, collapse=True),
+    Column("placement", collapse=True), Column("timing", collapse=True),
+    Column("time med", "(us)", numeric=True), Column("time p99", "(us)", numeric=True, drop=4),
+    Column("algbw", "(GB/s)", numeric=True, drop=5), Column("busbw", "(GB/s)", numeric=True, drop=2),
+    Column("#wrong", numeric=True), Column("speedup", "(x base)", numeric=True, drop=1),
+    Column("note", prose=True),
 )
 
+_TRAIN_COLUMNS: tuple[Column, ...] = (
+    Column("strategy"), Column("model", collapse=True), Column("precision", collapse=True),
+    Column("dev", numeric=True, collapse=True), Column("graphs", collapse=True),
+    Column("samples/s", numeric=True), Column("tokens/s", numeric=True, drop=4),
+    Column("step med", "(ms)", numeric=True), Column("p90", "(ms)", numeric=True, drop=6),
+    Column("GPU", "(ms)", numeric=True, drop=2), Column("host/dev", "(ms)", numeric=True, drop=1),
+    Column("peak mem", "(GiB)", numeric=True, drop=7), Column("comm", "(ms)", numeric=True, drop=5),
+    Column("eff", numeric=True, drop=3), Column("equal"),
+    Column("note", prose=True),
+)
 
-def _add(table: Table, cells: Iterable[str], style: str | None = None) -> None:
-    """Add a row of plain text: record strings are never read as rich markup ("[/x]" stays as typed)."""
-    table.add_row(*(Text(c) for c in cells), style=style)
+_ADVICE_COLUMNS: tuple[Column, ...] = (
+    Column("rank", numeric=True), Column("strategy"), Column("layout", collapse=True),
+    Column("hardware", collapse=True), Column("GPUs", numeric=True, collapse=True),
+    Column("step", "(s)", numeric=True), Column("samples/s", numeric=True, drop=3),
+    Column("tok/s/GPU", numeric=True, drop=2), Column("MFU", numeric=True, drop=4),
+    Column("scaling", numeric=True, drop=1), Column("mem/GPU", "(GiB)", numeric=True),
+    Column("comm", "(share)", numeric=True, drop=5), Column("reason", prose=True),
+)
+
+_SCALE_COLUMNS: tuple[Column, ...] = (
+    Column("strategy"), Column("hardware", collapse=True), Column("GPUs", numeric=True),
+    Column("nodes", numeric=True, drop=2), Column("samples/s", numeric=True),
+    Column("scaling eff", numeric=True), Column("step", "(s)", numeric=True, drop=1), Column("fits"),
+)
 
 
-def _table(columns: Iterable[tuple[str, str]], title: str | None, numeric: set[str] | None = None,
-           no_wrap: set[str] | None = None, compact: bool = False) -> Table:
-    """A table with the given columns and, when any column has a unit, a dim units row under the header.
-
-    Numeric columns and those in ``no_wrap`` never wrap, so a narrow terminal squeezes prose columns
-    (notes, reasons) rather than numbers and names.  ``compact`` separates columns by one space
-    instead of two.
-    """
-    columns = tuple(columns)
-    spacing = {"padding": (0, 0), "show_edge": False} if compact else {"collapse_padding": True}
-    table = Table(title=title, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, **spacing)
-    for name, _unit in columns:
-        numeric_col = name in (numeric or set())
-        table.add_column(name, justify="right" if numeric_col else "left",
-                         no_wrap=numeric_col or name in (no_wrap or set()))
-    if any(unit for _name, unit in columns):
-        table.add_row(*(Text(unit) for _name, unit in columns), style="dim", end_section=True)
-    return table
+# ----- bench --------------------------------------------------------------------------------------------
+def _form(record: BenchRecord) -> str:
+    return getattr(record, "form", None) or "plain"
 
 
 def bench_row(record: BenchRecord) -> list[str]:
     """The cells of one bench row, in :data:`BENCH_COLUMNS` order."""
     return [
-        record.op, record.backend, str(record.size), str(record.count), record.dtype,
-        record.reduce_op or MISSING, str(record.n), record.placement,
+        record.op, record.backend, _form(record), fmt_bytes(record.size), str(record.count), record.dtype,
+        record.reduce_op or MISSING, str(record.n), record.placement, record.timing,
         fmt_float(record.time_us_median), fmt_float(record.time_us_p99),
         fmt_float(record.algbw_gbps), fmt_float(record.busbw_gbps),
-        fmt_wrong(record.wrong), fmt_speedup(record.speedup),
+        fmt_wrong(record.wrong), fmt_speedup(record.speedup), record.note,
     ]
 
 
-def add_bench_row(table: Table, record: BenchRecord) -> None:
-    """Append one bench record to a table made by :func:`bench_table`; wrong rows are bold red."""
-    _add(table, bench_row(record), style="bold red" if record.wrong > 0 else None)
-
-
-def bench_table(records: Iterable[BenchRecord], title: str | None = None) -> Table:
+def bench_table(records: Iterable[BenchRecord], title: str | None = None, *,
+                more: str = "report.md") -> FitTable:
     """A nccl-tests-style table of bench records, in the order given.
 
     Args:
-        records: bench rows; the table shows them as they come (no sorting), so a live display that
-            appends rows keeps its order.
+        records: bench rows; shown as they come (no sorting), so a live display keeps its order.
         title: shown above the table; the caller says what the run was (e.g. "CPU numbers").
+        more: where a reader finds the columns a narrow terminal leaves out.
 
     Returns:
-        A ``rich.table.Table`` with a units row under the header.  Rows with ``#wrong > 0`` are bold red
-        and their ``#wrong`` cell reads "N WRONG"; ``n/c`` means the row was not checked.
+        A :class:`~gpucomm.report.fit.FitTable` with a units row under the header.  Rows with
+        ``#wrong > 0`` are bold red and their ``#wrong`` cell reads "N WRONG"; ``n/c`` means the row was
+        not checked.  The ``form`` column says whether a row timed the plain call, a prepared
+        collective or a CUDA-graph replay; the speedup is always against the baseline backend's row.
     """
-    table = _table(BENCH_COLUMNS, title, _NUMERIC)
-    for record in records:
-        add_bench_row(table, record)
-    return table
+    records = list(records)
+    rows = [bench_row(r) for r in records]
+    styles = ["bold red" if r.wrong > 0 else None for r in records]
+    return FitTable(BENCH_COLUMNS, rows, styles, title=title, more=more)
 
 
+# ----- train --------------------------------------------------------------------------------------------
 def _equality(record: TrainRecord) -> str:
+    """"equal"/"DIFFERENT" against single, or the status when the strategy did not run ("n/a", "FAILED")."""
+    if record.status != "ok":
+        return {"not-applicable": "n/a", "failed": "FAILED"}.get(record.status, record.status)
     if record.equal_to_single is None:
         return MISSING
     return "equal" if record.equal_to_single else "DIFFERENT"
@@ -133,48 +129,60 @@ def _peak(record: TrainRecord) -> str:
     return f"{max(record.peak_mem_bytes) / (1 << 30):.2f}" if record.peak_mem_bytes else MISSING
 
 
-def train_table(records: Iterable[TrainRecord], title: str | None = None) -> Table:
-    """A table of train records: throughput, step time, memory, comm time, scaling and equality.
-
-    Narrow enough for an 80-column terminal in the common case: the model and precision columns
-    appear only when the records differ in them (say them in ``title`` otherwise), and the equality
-    column says only "equal" or "DIFFERENT" (the train CLI prints the differences); columns with no
-    value in any row are left out.  Rows whose status is not "ok" are dim ("n/a") or red ("FAILED");
-    a strategy whose results differ from single's is red.  Notes are listed under the table.
-    """
-    records = list(records)
-    rows = [(_train_cells(r), _train_style(r)) for r in records]
-    drop = {name for name in ("model", "precision") if len({cells[name] for cells, _ in rows}) <= 1}
-    drop |= {name for name in _OPTIONAL_TRAIN if all(cells[name] in (MISSING, "") for cells, _ in rows)}
-    columns = [c for c in _TRAIN_COLUMNS if c[0] not in drop]
-    numeric = {"dev", "samples/s", "tokens/s", "step med", "p90", "peak mem", "comm", "eff"}
-    table = _table(columns, title, numeric, no_wrap={"strategy", "model", "precision", "equal"}, compact=True)
-    for cells, style in rows:
-        _add(table, (cells[name] for name, _ in columns), style=style)
-    notes = [f"{r.strategy} on {r.n_devices}: {r.note}" for r in records if r.note]
-    if notes:  # below the table, where a long note cannot squeeze the numbers
-        table.caption = Text("\n".join(notes))
-        table.caption_justify = "left"
-    return table
-
-
-# Columns left out when no row has a value (peak memory on CPU, comm time where it is not isolated, …).
-_OPTIONAL_TRAIN = ("tokens/s", "peak mem", "comm", "eff", "equal", "status")
-
-
-def _train_cells(r: TrainRecord) -> dict[str, str]:
-    status = {"ok": "", "not-applicable": "n/a", "failed": "FAILED"}.get(r.status, r.status)
-    return {"strategy": r.strategy, "model": r.model, "precision": r.precision, "dev": str(r.n_devices),
-            "samples/s": fmt_float(r.samples_per_s, 1), "tokens/s": fmt_float(r.tokens_per_s, 0),
-            "step med": fmt_float(r.step_ms_median), "p90": fmt_float(r.step_ms_p90), "peak mem": _peak(r),
-            "comm": fmt_float(r.comm_ms_median), "eff": fmt_pct(r.scaling_efficiency),
-            "equal": _equality(r), "status": status}
+def _train_row(r: TrainRecord) -> list[str]:
+    note = f"{r.strategy} on {r.n_devices}: {r.note}" if r.note else ""
+    return [r.strategy, r.model, r.precision, str(r.n_devices), "yes" if r.graphs else "no",
+            fmt_float(r.samples_per_s, 1), fmt_float(r.tokens_per_s, 0), fmt_float(r.step_ms_median),
+            fmt_float(r.step_ms_p90), fmt_float(r.gpu_ms_median), fmt_float(r.host_ms_per_device, 3),
+            _peak(r), fmt_float(r.comm_ms_median), fmt_pct(r.scaling_efficiency), _equality(r), note]
 
 
 def _train_style(r: TrainRecord) -> str | None:
     if r.status == "failed" or r.equal_to_single is False:
         return "bold red"
     return "dim" if r.status != "ok" else None
+
+
+def train_table(records: Iterable[TrainRecord], title: str | None = None, *,
+                more: str = "report.md") -> FitTable:
+    """Train records: throughput, step time, GPU time and host cost per device, memory, scaling, equality.
+
+    ``GPU`` is one step's device time on one device; ``host/dev`` the host time one process spends
+    enqueuing a step, divided by the devices it drives — the two side by side say whether one process
+    can keep its devices busy.  Columns with no value in any row (peak memory on CPU, GPU time where
+    it was not measured) are left out; rows whose status is not "ok" are dim ("n/a") or red
+    ("FAILED"); a strategy whose results differ from single's is red.  Notes are numbered under the
+    table.
+    """
+    records = list(records)
+    rows = [_train_row(r) for r in records]
+    empty = {i for i, _ in enumerate(_TRAIN_COLUMNS) if rows and all(row[i] in (MISSING, "") for row in rows)}
+    columns = [c for i, c in enumerate(_TRAIN_COLUMNS) if i not in empty]
+    rows = [[cell for i, cell in enumerate(row) if i not in empty] for row in rows]
+    return FitTable(columns, rows, [_train_style(r) for r in records], title=title, more=more)
+
+
+# ----- advice ---------------------------------------------------------------------------------------------
+_LAYOUT_KEYS = ("tp", "pp", "cp", "dp", "shard", "mb", "ac")
+
+
+def _layout(r: AdviceRecord) -> str:
+    """The parallel layout, e.g. "tp2 pp1 dp4 shard=zero1 mb2 ac" (empty when the record has none)."""
+    layout = getattr(r, "layout", None)
+    if not isinstance(layout, dict):
+        return ""
+    parts = []
+    for key in _LAYOUT_KEYS:
+        value = layout.get(key)
+        if value in (None, False, "", "none"):
+            continue
+        if value is True:
+            parts.append(key)
+        elif isinstance(value, int):
+            parts.append(f"{key}{value}")
+        else:
+            parts.append(f"{key}={value}")
+    return " ".join(parts)
 
 
 def advice_order(records: Iterable[AdviceRecord]) -> list[AdviceRecord]:
@@ -185,29 +193,45 @@ def advice_order(records: Iterable[AdviceRecord]) -> list[AdviceRecord]:
 
 
 def _advice_memory(r: AdviceRecord) -> str:
-    text = f"{fmt_mem(r.memory_per_gpu_bytes)} / {fmt_mem(r.memory_capacity_bytes)}"
-    return text if r.fits else f"OOM {text}"
+    used = r.memory_per_gpu_bytes / (1 << 30)
+    return f"{used:.1f}" if r.fits else f"OOM {used:.1f}"
 
 
-def advice_table(records: Iterable[AdviceRecord], title: str | None = None) -> Table:
-    """The advisor's ranked table: recommended first; strategies that do not fit say OOM, in red."""
-    numeric = {"rank", "step", "samples/s", "tokens/s", "scaling eff", "comm share"}
-    table = _table(_ADVICE_COLUMNS, title, numeric)
-    for r in advice_order(records):
-        _add(table, (
-            fmt_int(r.rank) if r.fits else "OOM", r.strategy, r.hardware,
+def _advice_row(r: AdviceRecord) -> list[str]:
+    per_gpu = getattr(r, "tokens_per_s_per_gpu", None)
+    if per_gpu is None and r.tokens_per_s is not None and r.nodes * r.gpus_per_node:
+        per_gpu = r.tokens_per_s / (r.nodes * r.gpus_per_node)
+    return [fmt_int(r.rank) if r.fits else "OOM", r.strategy, _layout(r), r.hardware,
             f"{r.nodes * r.gpus_per_node} ({r.nodes}x{r.gpus_per_node})", fmt_float(r.step_time_s, 4),
-            fmt_float(r.samples_per_s, 1), fmt_float(r.tokens_per_s, 0), fmt_pct(r.scaling_efficiency),
-            _advice_memory(r), fmt_pct(r.comm_share), r.reason,
-        ), style=None if r.fits else "red")
-    return table
+            fmt_float(r.samples_per_s, 1), fmt_float(per_gpu, 0), fmt_pct(getattr(r, "mfu", None)),
+            fmt_pct(r.scaling_efficiency), _advice_memory(r), fmt_pct(r.comm_share), r.reason]
 
 
-def scale_table(records: Iterable[ScaleRecord], title: str | None = None) -> Table:
+def advice_table(records: Iterable[AdviceRecord], title: str | None = None, *,
+                 more: str = "report.md") -> FitTable:
+    """The advisor's ranked table: recommended first; strategies that do not fit say OOM, in red.
+
+    The GPU memory capacity is the same for every row of one hardware profile, so it goes to the
+    caption; each row's reason is a numbered note under the table.
+    """
+    records = advice_order(records)
+    rows = [_advice_row(r) for r in records]
+    columns = list(_ADVICE_COLUMNS)
+    if rows and all(not row[2] for row in rows):  # records without a layout: no empty column
+        columns.pop(2)
+        rows = [row[:2] + row[3:] for row in rows]
+    capacities = sorted({fmt_mem(r.memory_capacity_bytes) for r in records})
+    notes = [f"memory capacity per GPU {', '.join(capacities)}"] if capacities else []
+    return FitTable(columns, rows, [None if r.fits else "red" for r in records], title=title, notes=notes,
+                    more=more)
+
+
+def scale_table(records: Iterable[ScaleRecord], title: str | None = None, *,
+                more: str = "report.md") -> FitTable:
     """``advise --scale`` points: predicted throughput and efficiency per strategy and GPU count."""
-    table = _table(_SCALE_COLUMNS, title, {"GPUs", "nodes", "samples/s", "scaling eff", "step"})
-    for r in sorted(records, key=lambda r: (r.strategy, r.hardware, r.gpus)):
-        _add(table, (r.strategy, r.hardware, str(r.gpus), str(r.nodes), fmt_float(r.samples_per_s, 1),
-                     fmt_pct(r.scaling_efficiency), fmt_float(r.step_time_s, 4), "yes" if r.fits else "OOM"),
-             style=None if r.fits else "red")
-    return table
+    records = sorted(records, key=lambda r: (r.strategy, r.hardware, r.gpus))
+    rows = [[r.strategy, r.hardware, str(r.gpus), str(r.nodes), fmt_float(r.samples_per_s, 1),
+             fmt_pct(r.scaling_efficiency), fmt_float(r.step_time_s, 4), "yes" if r.fits else "OOM"]
+            for r in records]
+    return FitTable(_SCALE_COLUMNS, rows, [None if r.fits else "red" for r in records], title=title,
+                    more=more)
