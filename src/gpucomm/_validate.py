@@ -25,6 +25,8 @@ __all__ = [
 def describe(x: Any) -> str:
     """A short echo of a value for an error message: tensors by shape, dtype and device."""
     if isinstance(x, torch.Tensor):
+        if x.is_nested:  # a nested tensor has no single shape: list(x.shape) would raise
+            return f"nested tensor({x.size(0)} components, dtype={x.dtype}, device={x.device})"
         layout = "" if x.layout == torch.strided else f", layout={x.layout}"
         return f"tensor(shape={list(x.shape)}, dtype={x.dtype}, device={x.device}{layout})"
     text = repr(x)

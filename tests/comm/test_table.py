@@ -46,5 +46,5 @@ def test_case_on_cuda_devices_matches_torch(case):
 def test_every_public_function_has_a_case():
     covered = {c.name.split("_")[0] for c in CASES} | {c.name.rsplit("_", 1)[0] for c in CASES}
     names = {c.name for c in CASES}
-    for fn in gcomm.__all__:
+    for fn in set(gcomm.__all__) - {"prepare", "Prepared"}:  # prepared calls: tests/comm/test_prepare.py
         assert fn in covered or any(n.startswith(fn) for n in names), f"{fn} has no case in the table"

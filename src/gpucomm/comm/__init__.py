@@ -19,22 +19,28 @@ Differences from torch, all deliberate (docs/semantics.md lists them): errors ar
 tensors keep their dtype (torch returns real views); mismatched dtypes are rejected by the
 reductions (torch's fallback silently promotes).
 
+:func:`prepare` checks a call once and returns a callable that reruns it on the same buffers
+without per-call checks (optionally captured into a CUDA graph): see :mod:`gpucomm.comm._prepare`.
+
 Operations are enqueued on each device's current stream and return without synchronising the host,
 except where a result lives on the CPU (it is complete on return).
 """
 
 from gpucomm.comm._broadcast import broadcast, broadcast_coalesced
 from gpucomm.comm._exchange import all_gather, all_to_all, send_recv
+from gpucomm.comm._prepare import Prepared as Prepared  # the type prepare returns (re-exported)
+from gpucomm.comm._prepare import prepare
 from gpucomm.comm._reductions import all_reduce, reduce, reduce_add, reduce_add_coalesced, reduce_scatter
 from gpucomm.comm._scatter_gather import gather, scatter
 
-__all__ = [
+__all__ = [  # Prepared (the type prepare returns) is importable but not a function of this table
     "all_gather",
     "all_reduce",
     "all_to_all",
     "broadcast",
     "broadcast_coalesced",
     "gather",
+    "prepare",
     "reduce",
     "reduce_add",
     "reduce_add_coalesced",

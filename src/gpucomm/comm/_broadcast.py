@@ -16,7 +16,7 @@ from gpucomm.comm._checks import (
     devices_arg,
 )
 
-__all__ = ["broadcast", "broadcast_coalesced"]
+__all__ = ["broadcast", "broadcast_coalesced", "broadcast_outputs", "check_broadcast_out"]
 
 
 def broadcast(tensor: torch.Tensor, devices: Any = None, *, out: Any = None) -> list[torch.Tensor]:
@@ -46,6 +46,13 @@ def broadcast(tensor: torch.Tensor, devices: Any = None, *, out: Any = None) -> 
     check_exactly_one("broadcast", "devices", devices, "out", out)
     if devices is not None:
         return _to_devices(tensor, devices_arg(devices))
+    outs = check_broadcast_out(tensor, out)
+    _into(tensor, outs)
+    return outs
+
+
+def check_broadcast_out(tensor: torch.Tensor, out: Any) -> list[torch.Tensor]:
+    """:func:`broadcast`'s ``out`` checks (``tensor`` already checked)."""
     outs = check_tensors(out, "out")
     for i, o in enumerate(outs):
         if o.shape != tensor.shape:
@@ -53,8 +60,14 @@ def broadcast(tensor: torch.Tensor, devices: Any = None, *, out: Any = None) -> 
                              f"shape {list(o.shape)}", "broadcast copies the whole tensor into every output")
         if o.layout != tensor.layout:
             raise fail_value(f"out[{i}]", f"layout {tensor.layout} (the source's)", describe(o))
-    _into(tensor, outs)
     return outs
+
+
+def broadcast_outputs(tensor: torch.Tensor, devices: Any) -> list[torch.Tensor]:
+    """New outputs for :func:`broadcast` with ``devices`` (checked here): the source itself where it lives."""
+    devs = devices_arg(devices)
+    cuda = tensor.is_cuda or any(d.type == "cuda" for d in devs)
+    return [tensor if d == tensor.device else empty_on(tensor.shape, tensor.dtype, d, pinned=cuda) for d in devs]
 
 
 def _to_devices(tensor: torch.Tensor, devices: list[torch.device]) -> list[torch.Tensor]:
@@ -86,6 +99,7 @@ def _to_devices(tensor: torch.Tensor, devices: list[torch.device]) -> list[torch
 
 
 def _into(tensor: torch.Tensor, outs: list[torch.Tensor]) -> None:
+    """Copy ``tensor`` into every checked output (outputs may be, or overlap, ``tensor``)."""
     if tensor.layout != torch.strided:
         for o in outs:
             if o is not tensor:

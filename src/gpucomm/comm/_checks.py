@@ -155,7 +155,7 @@ def check_tensors(xs: Any, arg: str, *, allow_empty: bool = False) -> list[torch
     """A non-empty list/tuple of tensors on usable devices."""
     if type(xs) is list or type(xs) is tuple:  # the common case, checked without the ABC machinery
         items = list(xs)
-        if items and all(type(t) is torch.Tensor and (t.is_cuda or t.is_cpu) for t in items):
+        if items and all(type(t) is torch.Tensor and (t.is_cuda or t.is_cpu) and not t.is_nested for t in items):
             return items
     items = check_tensor_list(xs, arg, allow_empty=allow_empty)
     for i, t in enumerate(items):
@@ -164,6 +164,9 @@ def check_tensors(xs: Any, arg: str, *, allow_empty: bool = False) -> list[torch
 
 
 def _tensor_device(t: torch.Tensor, arg: str) -> None:
+    if t.is_nested:  # torch's own errors for these are internal ("NestedTensorImpl doesn't support sizes")
+        raise fail_value(arg, "a regular tensor (nested tensors have no single shape to split or reduce)",
+                         describe(t), "pass its components, t.unbind(), as separate tensors")
     if not (t.is_cuda or t.is_cpu):
         raise fail_value(arg, "a tensor on a 'cpu' or 'cuda' device", describe(t),
                          "move it with .to('cpu') or .to('cuda') first")

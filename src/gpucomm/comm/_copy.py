@@ -33,7 +33,7 @@ import torch
 from gpucomm.comm import _host
 
 __all__ = ["FOREACH_MAX_BYTES", "FOREACH_MIN_COPIES", "OVERLAP_MIN_BYTES", "Copy", "Pair", "any_overlap", "copy_all", "copy_many",
-           "overlaps", "protect", "side_stream"]
+           "overlaps", "protect", "same_view", "side_stream"]
 
 OVERLAP_MIN_BYTES = 1 << 20
 """Cross-device copies at least this large run on side streams; smaller ones are issued like torch's."""
@@ -100,7 +100,8 @@ def any_overlap(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor])
                if _storage(o) in shared and _storage(t) == _storage(o))
 
 
-def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+def same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True when ``a`` and ``b`` are the very same view (address, device, shape, strides, dtype)."""
     return (a.data_ptr() == b.data_ptr() and a.device == b.device and a.shape == b.shape
             and a.stride() == b.stride() and a.dtype == b.dtype)
 
@@ -114,13 +115,13 @@ def protect(pairs: Sequence[Pair | Copy], outputs: Sequence[torch.Tensor]) -> li
     """
     storages = _storages(outputs)
     if not storages:
-        return [p for p in pairs if not _same_view(p[0], p[1])]
+        return [p for p in pairs if not same_view(p[0], p[1])]
     result = []
     for pair in pairs:
         dst, src = pair[0], pair[1]
         # memory can only overlap within one storage: the set test keeps this O(pairs), not O(pairs x outputs)
         if _storage(src) in storages:
-            if _same_view(dst, src):
+            if same_view(dst, src):
                 continue
             if any(overlaps(o, src) for o in outputs):
                 pair = (dst, src.clone(), *pair[2:])

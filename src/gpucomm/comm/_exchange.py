@@ -13,7 +13,8 @@ from gpucomm.comm import _copy, _nccl
 from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
 from gpucomm.comm._checks import check_cat_shapes, check_dim, check_outputs, check_tensors, dense_like
 
-__all__ = ["all_gather", "all_to_all", "send_recv"]
+__all__ = ["all_gather", "all_to_all", "all_to_all_outputs", "check_all_gather", "check_all_to_all", "check_all_to_all_out",
+           "check_send_recv", "check_send_recv_out", "send_recv", "send_recv_outputs"]
 
 
 def _dense(ts: list[torch.Tensor], arg: str) -> None:
@@ -52,6 +53,11 @@ def all_gather(tensors: Any, dim: int = 0, *, out: Any = None) -> list[torch.Ten
     Returns:
         ``list[Tensor]``: n equal tensors (or ``out``).
     """
+    return _all_gather_checked(*check_all_gather(tensors, dim, out))
+
+
+def check_all_gather(tensors: Any, dim: Any, out: Any) -> tuple:
+    """:func:`all_gather`'s checks: the arguments of :func:`_all_gather_checked`."""
     ts = check_tensors(tensors, "tensors")
     _dense(ts, "tensors")
     check_same_dtype(ts, "tensors")
@@ -64,7 +70,18 @@ def all_gather(tensors: Any, dim: int = 0, *, out: Any = None) -> list[torch.Ten
         if not dense_like(outs, shape, ts[0].dtype, devices):
             for i, o in enumerate(outs):  # name the culprit
                 _check_out(o, f"out[{i}]", shape, ts[0].dtype, devices[i])
-    return _all_gather_checked(ts, d, shape, devices, outs)
+        _no_grad_out(outs, ts)
+    return ts, d, shape, devices, outs
+
+
+def _no_grad_out(outs: list[torch.Tensor], ts: list[torch.Tensor]) -> None:
+    """torch's ``cat(out=)`` refuses tensors that need grad, after writing some outputs: refuse first."""
+    if torch.is_grad_enabled() and (any(t.requires_grad for t in ts) or any(o.requires_grad for o in outs)):
+        arg, t = next(((f"out[{i}]", o) for i, o in enumerate(outs) if o.requires_grad), None) or next(
+            (f"tensors[{i}]", t) for i, t in enumerate(ts) if t.requires_grad)
+        raise fail_value(arg, "a tensor that does not require grad when out= is given (out= writes are not "
+                         "differentiable)", describe(t) + " with requires_grad=True",
+                         "detach it, run under torch.no_grad(), or omit out= to get new tensors")
 
 
 def _all_gather_checked(ts: list[torch.Tensor], d: int, shape: list[int], devices: list[torch.device],
@@ -117,6 +134,29 @@ def all_to_all(tensor_lists: Any, *, out: Any = None) -> list[list[torch.Tensor]
     Returns:
         ``list[list[Tensor]]``: new tensors (or ``out``).
     """
+    lists, devices, one = check_all_to_all(tensor_lists)
+    n = len(lists)
+    if out is None and _uniform(lists, devices):  # one device, one shape: a single stacking kernel
+        flat = torch.stack([lists[i][j] for j in range(n) for i in range(n)]).unbind(0)
+        return [list(flat[j * n:(j + 1) * n]) for j in range(n)]
+    if out is None:
+        result = all_to_all_outputs(lists, devices)
+        _copy.copy_all([(result[j][i], lists[i][j]) for j in range(n) for i in range(n)])
+        return result
+    result, dsts, srcs, dtypes = check_all_to_all_out(lists, devices, one, out)
+    _all_to_all_copies(dsts, srcs, one, dtypes)
+    return result
+
+
+def all_to_all_outputs(lists: list[list[torch.Tensor]], devices: list[torch.device]) -> list[list[torch.Tensor]]:
+    """New outputs for checked ``lists``: ``result[j][i]`` shaped like ``lists[i][j]``, on device j."""
+    n = len(lists)
+    cuda = any(row[0].is_cuda for row in lists)
+    return [[empty_like_on(lists[i][j], devices[j], pinned=cuda) for i in range(n)] for j in range(n)]
+
+
+def check_all_to_all(tensor_lists: Any) -> tuple[list[list[torch.Tensor]], list[torch.device], bool]:
+    """:func:`all_to_all`'s input checks: ``(lists, devices, one)`` (``one``: a single device)."""
     lists, everything = _square(tensor_lists, "tensor_lists")
     n = len(lists)
     devices = [row[0].device for row in lists]
@@ -131,14 +171,13 @@ def all_to_all(tensor_lists: Any, *, out: Any = None) -> list[list[torch.Tensor]
                     raise fail_value(f"tensor_lists[{i}][{j}]", f"a tensor on {devices[i]} (participant {i}'s "
                                      f"device, that of tensor_lists[{i}][0])", describe(t),
                                      "every tensor a participant sends must sit on its device")
-    if out is None and _uniform(lists, devices):  # one device, one shape: a single stacking kernel
-        flat = torch.stack([lists[i][j] for j in range(n) for i in range(n)]).unbind(0)
-        return [list(flat[j * n:(j + 1) * n]) for j in range(n)]
-    if out is None:
-        cuda = any(row[0].is_cuda for row in lists)
-        result = [[empty_like_on(lists[i][j], devices[j], pinned=cuda) for i in range(n)] for j in range(n)]
-        _copy.copy_all([(result[j][i], lists[i][j]) for j in range(n) for i in range(n)])
-        return result
+    return lists, devices, one
+
+
+def check_all_to_all_out(lists: list[list[torch.Tensor]], devices: list[torch.device], one: bool,
+                         out: Any) -> tuple:
+    """:func:`all_to_all`'s ``out`` checks: ``(out rows, dsts, srcs, dtypes)`` for :func:`_all_to_all_copies`."""
+    n = len(lists)
     result, dsts = _square(out, "out", n)
     srcs = [lists[i][j] for j in range(n) for i in range(n)]  # in dsts' order: out[j][i] <- tensor_lists[i][j]
     dtypes = list(map(_DTYPE, srcs))
@@ -148,8 +187,7 @@ def all_to_all(tensor_lists: Any, *, out: Any = None) -> list[list[torch.Tensor]
                 list(map(_DEVICE, dsts)) != [d for d in devices for _ in range(n)])):
         for k, (o, src) in enumerate(zip(dsts, srcs, strict=True)):  # name the culprit
             _check_out(o, f"out[{k // n}][{k % n}]", list(src.shape), src.dtype, devices[k // n])
-    _all_to_all_copies(dsts, srcs, one, set(dtypes))
-    return result
+    return result, dsts, srcs, set(dtypes)
 
 
 def _all_to_all_copies(dsts: list[torch.Tensor], srcs: list[torch.Tensor], one: bool,
@@ -215,20 +253,37 @@ def send_recv(tensors: Any, *, out: Any = None) -> list[torch.Tensor]:
     Returns:
         ``list[Tensor]``: new tensors (or ``out``).
     """
-    ts = check_tensors(tensors, "tensors")
-    _dense(ts, "tensors")
+    ts = check_send_recv(tensors)
     n = len(ts)
-    cuda = any(t.is_cuda for t in ts)
     if out is None and _uniform([ts], [t.device for t in ts]):  # one device, one shape: one kernel
         return list(torch.stack([ts[i - 1] for i in range(n)]).unbind(0))
     if out is None:
-        outs = [empty_like_on(ts[i - 1], ts[i].device, pinned=cuda) for i in range(n)]
+        outs = send_recv_outputs(ts)
         _copy.copy_all([(outs[i], ts[i - 1]) for i in range(n)])
         return outs
-    outs = check_outputs(out, n)
+    outs = check_send_recv_out(ts, out)
+    _send_recv_checked(ts, outs)
+    return outs
+
+
+def check_send_recv(tensors: Any) -> list[torch.Tensor]:
+    """:func:`send_recv`'s input checks."""
+    ts = check_tensors(tensors, "tensors")
+    _dense(ts, "tensors")
+    return ts
+
+
+def send_recv_outputs(ts: list[torch.Tensor]) -> list[torch.Tensor]:
+    """New outputs for checked inputs: output i shaped like input i-1, on input i's device."""
+    cuda = any(t.is_cuda for t in ts)
+    return [empty_like_on(ts[i - 1], ts[i].device, pinned=cuda) for i in range(len(ts))]
+
+
+def check_send_recv_out(ts: list[torch.Tensor], out: Any) -> list[torch.Tensor]:
+    """:func:`send_recv`'s ``out`` checks."""
+    outs = check_outputs(out, len(ts))
     for i, o in enumerate(outs):
         _check_out(o, f"out[{i}]", list(ts[i - 1].shape), ts[i - 1].dtype, ts[i].device)
-    _send_recv_checked(ts, outs)
     return outs
 
 

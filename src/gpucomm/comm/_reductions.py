@@ -23,12 +23,20 @@ from gpucomm.comm._checks import (
 from gpucomm.comm._reduce import check_op_dtype, combine, reduce_stacked
 from gpucomm.comm._scatter_gather import default_destination
 
-__all__ = ["all_reduce", "reduce", "reduce_add", "reduce_add_coalesced", "reduce_scatter"]
+__all__ = ["all_reduce", "check_all_reduce", "check_reduce", "check_reduce_add", "check_reduce_scatter", "reduce",
+           "reduce_add", "reduce_add_coalesced", "reduce_scatter"]
 
 
 # ----- shared checks ---------------------------------------------------------------------------------
+_UNREDUCIBLE = frozenset(getattr(torch, name) for name in ("uint16", "uint32", "uint64") if hasattr(torch, name))
+"""Unsigned dtypes that torch stores but cannot add (``sum`` is not implemented for them)."""
+
+
 def _inputs(tensors: Any, arg: str, *, dense: bool = True) -> list[torch.Tensor]:
     ts = check_tensors(tensors, arg)
+    if ts[0].dtype in _UNREDUCIBLE:
+        raise fail_value(f"{arg}[0]", "a dtype torch can reduce (uint16/32/64 have no sum, max or prod)",
+                         describe(ts[0]), "cast to a signed type first, e.g. t.to(torch.int64)")
     if dense_like(ts, ts[0].shape, ts[0].dtype):
         return ts  # the common case, in bulk
     check_same_shape(ts, arg)
@@ -61,6 +69,30 @@ def _check_out_like(outs: list[torch.Tensor], shape: torch.Size | list[int], dty
                              describe(o), f"allocate out[{i}] on {devices[i]}")
         if o.layout != torch.strided:
             raise fail_value(f"{arg}[{i}]", "a dense (strided) tensor", describe(o))
+
+
+def _check_out_aliasing(outs: list[torch.Tensor], ts: list[torch.Tensor], arg: str = "out", *,
+                        overlap: bool = True) -> None:
+    """``out`` may *be* inputs (in place) but must not partly overlap one, and must not need autograd.
+
+    Checked before anything is written: a partly overlapping output would be half overwritten
+    before torch noticed, and torch's ``out=`` kernels refuse tensors that require grad only after
+    some outputs were written.
+    """
+    if torch.is_grad_enabled() and (any(t.requires_grad for t in ts) or any(o.requires_grad for o in outs)):
+        culprit = next((f"{arg}[{i}]", o) for i, o in enumerate(outs) if o.requires_grad) if any(
+            o.requires_grad for o in outs) else next((f"tensors[{i}]", t) for i, t in enumerate(ts) if t.requires_grad)
+        raise fail_value(culprit[0], "a tensor that does not require grad when out= is given (out= writes "
+                         "are not differentiable)", describe(culprit[1]) + " with requires_grad=True",
+                         "detach it, run under torch.no_grad(), or omit out= to get new tensors")
+    if not overlap or not _copy.any_overlap(outs, ts):
+        return
+    for i, o in enumerate(outs):
+        for j, t in enumerate(ts):
+            if _copy.overlaps(o, t) and not _copy.same_view(o, t):
+                raise fail_value(f"{arg}[{i}]", f"a tensor disjoint from tensors[{j}] or exactly tensors[{j}] "
+                                 "(in place)", f"a tensor that partly overlaps tensors[{j}] ({describe(o)})",
+                                 "pass out=tensors for an in-place call, or separate outputs")
 
 
 def _reduce_to(ts: list[torch.Tensor], dest: torch.device, op: ReduceOp,
@@ -107,15 +139,21 @@ def reduce_add(inputs: Any, destination: Any = None) -> torch.Tensor:
     Returns:
         ``Tensor``: the elementwise sum, on ``destination``.
     """
+    ts, dest = check_reduce_add(inputs, destination)
+    if len(ts) == 1:
+        return ts[0]
+    return _reduce_to(ts, dest, ReduceOp.SUM)
+
+
+def check_reduce_add(inputs: Any, destination: Any) -> tuple[list[torch.Tensor], torch.device]:
+    """:func:`reduce_add`'s checks: ``(inputs, destination)``."""
     ts = _inputs(inputs, "inputs", dense=False)
     dest = default_destination(ts) if destination is None else destination_arg(destination)
     if dest not in [t.device for t in ts]:
         raise fail_value("destination", "a device that holds one of the inputs",
                          f"{dest}, while the inputs are on {sorted({str(t.device) for t in ts})}",
                          "pass destination= one of those devices, or move one input there first")
-    if len(ts) == 1:
-        return ts[0]
-    return _reduce_to(ts, dest, ReduceOp.SUM)
+    return ts, dest
 
 
 def reduce_add_coalesced(inputs: Any, destination: Any = None,
@@ -175,20 +213,28 @@ def reduce(tensors: Any, destination: Any, op: Any = "sum", *, out: Any = None) 
     Returns:
         ``Tensor``: a new tensor on ``destination`` (or ``out``).
     """
+    ts, dest, o, res = check_reduce(tensors, destination, op, out)
+    return _reduce_to(ts, dest, o, res)
+
+
+def check_reduce(tensors: Any, destination: Any, op: Any, out: Any
+                 ) -> tuple[list[torch.Tensor], torch.device, ReduceOp, torch.Tensor | None]:
+    """:func:`reduce`'s checks: ``(inputs, destination, op, out or None)`` for :func:`_reduce_to`."""
     ts = _inputs(tensors, "tensors")
     o = _op(op, ts[0].dtype, "reduce")
     if out is None:
         if destination is None:
             raise TypeError("reduce: expected a destination device or out=, but got neither; pass e.g. "
                             "destination='cuda:0' (or 'cpu'), or out=<tensor on the destination>")
-        return _reduce_to(ts, destination_arg(destination), o)
+        return ts, destination_arg(destination), o, None
     res = check_tensor(out, "out")
     check_tensors([res], "out")
     if destination is not None and destination_arg(destination) != res.device:
         raise fail_value("destination", f"out's device {res.device} (or None)", f"{destination_arg(destination)}",
                          "omit destination when passing out=")
     _check_out_like([res], ts[0].shape, ts[0].dtype, [res.device])
-    return _reduce_to(ts, res.device, o, res)
+    _check_out_aliasing([res], ts, overlap=False)  # the reduction reads every input before writing out
+    return ts, res.device, o, res
 
 
 def all_reduce(tensors: Any, op: Any = "sum", *, out: Any = None) -> list[torch.Tensor]:
@@ -204,6 +250,12 @@ def all_reduce(tensors: Any, op: Any = "sum", *, out: Any = None) -> list[torch.
     Returns:
         ``list[Tensor]``: new tensors (or ``out``).
     """
+    return _all_reduce_checked(*check_all_reduce(tensors, op, out))
+
+
+def check_all_reduce(tensors: Any, op: Any, out: Any
+                     ) -> tuple[list[torch.Tensor], ReduceOp, list[torch.Tensor] | None, list[torch.device]]:
+    """:func:`all_reduce`'s checks: the arguments of :func:`_all_reduce_checked`."""
     ts = _inputs(tensors, "tensors")
     o = _op(op, ts[0].dtype, "all_reduce")
     devices = [t.device for t in ts]
@@ -211,7 +263,8 @@ def all_reduce(tensors: Any, op: Any = "sum", *, out: Any = None) -> list[torch.
     if out is not None:
         outs = check_outputs(out, len(ts))
         _check_out_like(outs, ts[0].shape, ts[0].dtype, devices)
-    return _all_reduce_checked(ts, o, outs, devices)
+        _check_out_aliasing(outs, ts)
+    return ts, o, outs, devices
 
 
 def _all_reduce_checked(ts: list[torch.Tensor], o: ReduceOp, outs: list[torch.Tensor] | None,
@@ -258,6 +311,12 @@ def reduce_scatter(tensors: Any, dim: int = 0, op: Any = "sum", *, out: Any = No
     Returns:
         ``list[Tensor]``: the n chunks (or ``out``).
     """
+    ts, d, o, chunk_shape, devices, outs = check_reduce_scatter(tensors, dim, op, out)
+    return _reduce_scatter_checked(ts, d, o, chunk_shape, devices, outs)
+
+
+def check_reduce_scatter(tensors: Any, dim: Any, op: Any, out: Any) -> tuple:
+    """:func:`reduce_scatter`'s checks: the arguments of :func:`_reduce_scatter_checked`."""
     ts = _inputs(tensors, "tensors")
     n = len(ts)
     d = check_dim(dim, ts[0].dim(), what="tensors[0]")
@@ -273,7 +332,8 @@ def reduce_scatter(tensors: Any, dim: int = 0, op: Any = "sum", *, out: Any = No
     if out is not None:
         outs = check_outputs(out, n)
         _check_out_like(outs, chunk_shape, ts[0].dtype, devices)
-    return _reduce_scatter_checked(ts, d, o, chunk_shape, devices, outs)
+        _check_out_aliasing(outs, ts, overlap=False)  # chunks of inputs (NCCL's in-place layout) are fine
+    return ts, d, o, chunk_shape, devices, outs
 
 
 def _reduce_scatter_checked(ts: list[torch.Tensor], d: int, o: ReduceOp, chunk_shape: list[int],
@@ -288,7 +348,7 @@ def _reduce_scatter_checked(ts: list[torch.Tensor], d: int, o: ReduceOp, chunk_s
         return outs
     if len(set(devices)) == 1:
         full = combine(ts, o)
-        chunks = full.split(c, d)
+        chunks = [full.narrow(d, i * c, c) for i in range(n)]  # split(0) of an empty dim gives 1 chunk, not n
         if outs is None:
             if full is not ts[0]:  # a fresh buffer: its chunks are the outputs, no copy needed
                 return list(chunks)

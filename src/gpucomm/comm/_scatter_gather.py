@@ -21,7 +21,8 @@ from gpucomm.comm._checks import (
     devices_arg,
 )
 
-__all__ = ["default_destination", "gather", "scatter"]
+__all__ = ["check_gather", "check_scatter_out", "default_destination", "gather", "gather_output", "scatter",
+           "scatter_into", "scatter_outputs"]
 
 _MINUS_ONE_WARNING = ('Using -1 to represent CPU tensor is deprecated. Please use a device object or string '
                       'instead, e.g., "cpu".')
@@ -156,6 +157,14 @@ def _chunk_sizes(chunk_sizes: Any, n: int, size: int, dim: int) -> list[int]:
 
 def _scatter_out(tensor: torch.Tensor, out: Any, devices: Any, chunk_sizes: Any, dim: int,
                  streams: Any) -> tuple[torch.Tensor, ...]:
+    outs, d, strs = check_scatter_out(tensor, out, devices, chunk_sizes, dim, streams)
+    scatter_into(tensor, outs, d, strs, overlap=_copy.any_overlap(outs, [tensor]))
+    return tuple(outs)
+
+
+def check_scatter_out(tensor: torch.Tensor, out: Any, devices: Any, chunk_sizes: Any, dim: Any,
+                      streams: Any) -> tuple[list[torch.Tensor], int, list | None]:
+    """:func:`scatter`'s checks when ``out`` is given (``tensor`` already checked): ``(outs, dim, streams)``."""
     for name, value in (("devices", devices), ("chunk_sizes", chunk_sizes)):
         if value is not None:
             raise TypeError(f"scatter: '{name}' must not be given together with 'out' (got {name}="
@@ -175,16 +184,32 @@ def _scatter_out(tensor: torch.Tensor, out: Any, devices: Any, chunk_sizes: Any,
     if total != tensor.shape[d]:
         raise fail_value("out", f"sizes along dim {d} summing to the source's {tensor.shape[d]}",
                          f"sizes {[o.shape[d] for o in outs]} (total {total})")
-    strs = check_streams(streams, [o.device for o in outs])
-    if (strs is None and _TORCH_SCATTER_OUT is not None and tensor.is_cuda and all(o.is_cuda for o in outs)
-            and not _copy.any_overlap(outs, [tensor])):
+    return outs, d, check_streams(streams, [o.device for o in outs])
+
+
+def scatter_into(tensor: torch.Tensor, outs: list[torch.Tensor], d: int, strs: list | None, *,
+                 overlap: bool) -> None:
+    """:func:`scatter`'s copies into checked ``outs`` (``overlap``: whether some output overlaps ``tensor``)."""
+    if (strs is None and _TORCH_SCATTER_OUT is not None and not overlap and tensor.is_cuda
+            and all(o.is_cuda for o in outs)):
         # GPU to GPU with nothing aliased: torch's own C++ loop issues the same copies without a
         # Python round trip per chunk (everything it checks has been checked above, with our messages).
-        return tuple(_TORCH_SCATTER_OUT(tensor, outs, d, None))
+        _TORCH_SCATTER_OUT(tensor, outs, d, None)
+        return
     chunks = tensor.split([o.shape[d] for o in outs], d)
     pairs = [(o, c, None if strs is None else strs[i]) for i, (o, c) in enumerate(zip(outs, chunks, strict=True))]
-    _copy.copy_all(_copy.protect(pairs, outs))
-    return tuple(outs)
+    _copy.copy_all(_copy.protect(pairs, outs) if overlap else pairs)
+
+
+def scatter_outputs(tensor: torch.Tensor, devices: Any, chunk_sizes: Any, dim: Any) -> list[torch.Tensor]:
+    """Checked outputs for :func:`scatter` with ``devices``: a chunk already on its device is its view."""
+    devs = devices_arg(devices)
+    d = check_dim(dim, tensor.dim(), what="tensor")
+    sizes = None if chunk_sizes is None else _chunk_sizes(chunk_sizes, len(devs), tensor.shape[d], d)
+    chunks = tensor.chunk(len(devs), d) if sizes is None else tensor.split(sizes, d)
+    cuda = tensor.is_cuda or any(x.type == "cuda" for x in devs)
+    return [c if dev == tensor.device else empty_like_on(c, dev, pinned=cuda)
+            for c, dev in zip(chunks, devs, strict=False)]
 
 
 _HOST_CAT_MAX_BYTES = 1 << 20
@@ -217,38 +242,59 @@ def gather(tensors: Any, dim: int = 0, destination: Any = None, *, out: Any = No
     Returns:
         ``Tensor``: the concatenation (or ``out``).
     """
+    ts, d, shape, o = check_gather(tensors, dim, destination, out)
+    if o is not None:
+        _gather_into(ts, o, d, fresh=False)
+        return o
+    result = gather_output(ts, shape, destination)
+    _gather_into(ts, result, d, fresh=True)
+    return result
+
+
+def check_gather(tensors: Any, dim: Any, destination: Any, out: Any) -> tuple:
+    """:func:`gather`'s checks: ``(inputs, dim, concatenated shape, out or None)``."""
     ts = check_tensors(tensors, "tensors")
     if not all(t.layout == torch.strided for t in ts):
         for i, t in enumerate(ts):
             _dense(t, f"tensors[{i}]")
     d = check_dim(dim, ts[0].dim(), what="tensors[0]")
     shape = check_cat_shapes(ts, d, "tensors")
-    if out is not None:
-        if destination is not None:
-            raise TypeError(f"gather: 'destination' must not be given together with 'out' (got destination="
-                            f"{describe(destination)}); the result goes to out's device")
-        o = check_tensor(out, "out")
-        check_tensors([o], "out")
-        _dense(o, "out")
-        if list(o.shape) != shape:
-            raise fail_value("out", f"shape {shape} (the inputs concatenated along dim {d})",
-                             f"shape {list(o.shape)}")
-        _gather_into(ts, o, d, fresh=False)
-        return o
+    if out is None:
+        return ts, d, shape, None
+    if destination is not None:
+        raise TypeError(f"gather: 'destination' must not be given together with 'out' (got destination="
+                        f"{describe(destination)}); the result goes to out's device")
+    o = check_tensor(out, "out")
+    check_tensors([o], "out")
+    _dense(o, "out")
+    if list(o.shape) != shape:
+        raise fail_value("out", f"shape {shape} (the inputs concatenated along dim {d})",
+                         f"shape {list(o.shape)}")
+    if torch.is_grad_enabled() and (o.requires_grad or any(t.requires_grad for t in ts)):
+        arg, t = ("out", o) if o.requires_grad else next((f"tensors[{i}]", t) for i, t in enumerate(ts)
+                                                          if t.requires_grad)
+        raise fail_value(arg, "a tensor that does not require grad when out= is given (out= writes are not "
+                         "differentiable)", describe(t) + " with requires_grad=True",
+                         "detach it, run under torch.no_grad(), or omit out= to get a new tensor")
+    return ts, d, shape, o
+
+
+def gather_output(ts: list[torch.Tensor], shape: list[int], destination: Any) -> torch.Tensor:
+    """A new result for :func:`gather` on ``destination`` (checked here).
+
+    A host result is pinned when a GPU takes part and it is big enough for pinning to pay
+    (empty_on's rule); a small one is pageable, filled the way torch fills it.
+    """
     dest = _destination(destination, ts)
-    # A host result is pinned when a GPU takes part and it is big enough for pinning to pay
-    # (empty_on's rule); a small one is pageable, filled the way torch fills it.
     pinned = any(t.is_cuda for t in ts)
-    result = empty_on(shape, ts[0].dtype, dest, pinned=pinned, memory_format=suggest_memory_format(ts))
-    _gather_into(ts, result, d, fresh=True)
-    return result
+    return empty_on(shape, ts[0].dtype, dest, pinned=pinned, memory_format=suggest_memory_format(ts))
 
 
 def _destination(destination: Any, ts: list[torch.Tensor]) -> torch.device:
     if destination is None:
         return default_destination(ts)
     if isinstance(destination, int) and not isinstance(destination, bool) and destination == -1:
-        warnings.warn(_MINUS_ONE_WARNING, FutureWarning, stacklevel=3)
+        warnings.warn(_MINUS_ONE_WARNING, FutureWarning, stacklevel=4)  # gather -> gather_output -> here
         return torch.device("cpu")
     return destination_arg(destination)
 

@@ -1,0 +1,41 @@
+"""CUDA-graph capture of a prepared collective: one ``replay()`` instead of every launch and Python step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from gpucomm._validate import fail_value
+
+__all__ = ["capture"]
+
+WARMUP_CALLS = 3
+"""Calls run on a side stream before capture, as torch's CUDA-graph notes ask: they create the cached
+side streams, events, NCCL communicators and allocator blocks that a capture must not create."""
+
+
+def capture(run: Callable[[], object], devices: Sequence[torch.device]) -> Callable[[], None]:
+    """Capture ``run`` into a ``torch.cuda.CUDAGraph`` and return its ``replay``.
+
+    Every device must be a CUDA device: a CPU participant (or a host result) needs the host to wait,
+    which a graph cannot record.  The graph belongs to ``devices[0]``; the buffers ``run`` touches
+    must stay allocated (and keep their shapes) for as long as the replay is used.
+    """
+    cpu = [str(d) for d in devices if d.type != "cuda"]
+    if cpu:
+        raise fail_value("graph", "graph=True only when every participant is on a CUDA device",
+                         f"devices {[str(d) for d in devices]} ({', '.join(cpu)} is not a GPU)",
+                         "use graph=False: CUDA graphs record GPU work only")
+    device = devices[0]
+    with torch.cuda.device(device):
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_CALLS):
+                run()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+    return graph.replay
