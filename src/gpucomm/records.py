@@ -134,6 +134,9 @@ class BenchRecord:
     """Device of each participant held by the measuring process, e.g. ["cuda:0", "cuda:0"]."""
     note: str = ""
     """Anything a reader must know about this row (a path taken, an op not applicable)."""
+    form: str = "plain"
+    """How the backend was called: "plain" (the call a user writes), "prepared" (checked once by
+    ``prepare``, rerun without checks) or "graph" (a prepared call replayed from a CUDA graph)."""
 
 
 @dataclass(kw_only=True, slots=True)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from gpucomm.bench.backends import Backend, communicator_call
+from gpucomm.bench.adapters import Adapter
+from gpucomm.bench.backends import BACKENDS
 from gpucomm.collectives import ReduceOp, parse_op
 
 
@@ -90,21 +91,29 @@ class BrokenCommunicator(ReferenceCommunicator):
             t.add_(1)
 
 
-class ReferenceBackend(Backend):
-    """A bench adapter over :class:`ReferenceCommunicator`, posing as ``gpucomm.comm``."""
+class ReferenceBackend(Adapter):
+    """A bench adapter over :class:`ReferenceCommunicator`, posing as ``gpucomm.comm`` (plain calls only)."""
 
-    name = "gpucomm.comm"
+    spec = BACKENDS["gpucomm.comm"]
     communicator = ReferenceCommunicator
 
     def __init__(self, devices):
-        super().__init__(devices, range(len(devices)), len(devices))
-        self.comm = self.communicator(devices)
+        super().__init__(self.communicator(devices), devices, range(len(devices)), len(devices))
 
-    def call(self, case, bufs):
-        communicator_call(self.comm, case, bufs)
 
-    def synchronize(self):
-        pass
+class PreparingCommunicator(ReferenceCommunicator):
+    """The reference with a ``prepare(op, *args, **kwargs)`` that counts how often it was asked."""
+
+    prepared = 0
+
+    def prepare(self, op, *args, **kwargs):
+        type(self).prepared += 1
+        method = getattr(self, op)
+        return lambda: method(*args, **kwargs)
+
+
+class PreparingBackend(ReferenceBackend):
+    communicator = PreparingCommunicator
 
 
 class BrokenBackend(ReferenceBackend):

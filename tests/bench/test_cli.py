@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -73,7 +74,9 @@ def test_unwritable_out_is_a_usage_error(tmp_path, capsys):
 
 
 def test_broken_backend_is_shown_wrong_and_exits_1(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(backends.LOCAL_FACTORIES, "gpucomm.comm", BrokenBackend)
+    broken = dataclasses.replace(backends.BACKENDS["gpucomm.comm"], adapter="bench_doubles:BrokenBackend")
+    monkeypatch.setitem(backends.BACKENDS, "gpucomm.comm", broken)
+    assert BrokenBackend.spec.name == "gpucomm.comm"
     out = tmp_path / "run"
     rc = _main(["bench", "--backends", "gpucomm.comm", "--ops", "all_reduce,broadcast", "--devices", "cpu,cpu",
                 "-e", "256", "-n", "2", "-w", "0", "--out", str(out)])

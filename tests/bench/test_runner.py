@@ -6,8 +6,9 @@ import dataclasses
 
 import pytest
 import torch
-from bench_doubles import BrokenBackend, ReferenceBackend
+from bench_doubles import BrokenBackend, PreparingBackend, PreparingCommunicator, ReferenceBackend
 
+from gpucomm.bench.backends import BACKENDS
 from gpucomm.bench.buffers import IN_PLACE, OUT_OF_PLACE, plan_case
 from gpucomm.bench.config import BenchConfig
 from gpucomm.bench.runner import measure, plan
@@ -21,7 +22,7 @@ CFG = BenchConfig(ops=tuple(C), backends=("gpucomm.comm",), sizes=(8, 4096), dty
 
 
 def test_plan_orders_points_and_respects_placements():
-    points = plan(CFG, [ReferenceBackend], 3)
+    points = plan(CFG, [BACKENDS["gpucomm.comm"]], 3, {"gpucomm.comm": ReferenceBackend(list(CFG.devices)).forms})
     ops = [p.case.op for p in points]
     assert ops == sorted(ops, key=list(C).index)  # op-major order
     placements = {(p.case.op, p.case.placement) for p in points}
@@ -35,7 +36,7 @@ def test_plan_orders_points_and_respects_placements():
 def test_reference_backend_is_exact_for_every_op(op, rop):
     backend = ReferenceBackend(list(CFG.devices))
     cfg = dataclasses.replace(CFG, reduce_ops=(rop,))
-    for placement in backend.placements(op):
+    for placement in backend.spec.placements_for(op):
         case = plan_case(op, 4096, 3, torch.bfloat16, rop, placement, root=1)
         record = measure(backend, case, cfg)
         assert record.wrong == 0, (op, placement)
@@ -61,3 +62,26 @@ def test_one_participant_rows_say_their_bandwidth_is_not_a_link_figure():
     cfg = dataclasses.replace(CFG, devices=(torch.device("cpu"),))
     assert "no data crosses a link" in measure(ReferenceBackend([torch.device("cpu")]), one, cfg).note
     assert "no data crosses a link" not in measure(ReferenceBackend(list(CFG.devices)), three, CFG).note
+
+
+def test_plan_has_prepared_points_only_where_the_library_prepares():
+    reference, preparing = ReferenceBackend(list(CFG.devices)), PreparingBackend(list(CFG.devices))
+    assert reference.forms == ("plain",) and preparing.forms == ("plain", "prepared")
+    spec = [BACKENDS["gpucomm.comm"]]
+    plain_only = plan(CFG, spec, 3, {"gpucomm.comm": reference.forms})
+    both = plan(CFG, spec, 3, {"gpucomm.comm": preparing.forms})
+    assert {p.form for p in plain_only} == {"plain"}
+    assert len(both) == 2 * len(plain_only)
+    assert [p.form for p in both[:2]] == ["plain", "prepared"]  # side by side for one case
+
+
+def test_prepared_rows_are_checked_and_labelled():
+    backend = PreparingBackend(list(CFG.devices))
+    before = PreparingCommunicator.prepared
+    case = plan_case(C.ALL_GATHER, 4096, 3, torch.float32, None, IN_PLACE)
+    record = measure(backend, case, CFG, form="prepared")
+    assert PreparingCommunicator.prepared > before  # the prepared callable was what ran
+    assert record.form == "prepared" and record.wrong == 0
+    assert "prepared" in record.note and "torch.cuda.comm's plain call" in record.note
+    assert measure(backend, case, CFG).form == "plain"
+    validate_row(to_row(record))

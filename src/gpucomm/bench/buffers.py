@@ -1,7 +1,8 @@
 """Buffers of one bench row: which tensors each held participant has, for an op and a placement.
 
 A :class:`Case` is one measured point (op, size, count, dtype, reduction op, root, n, placement);
-:func:`plan_case` turns a requested size into it.  :func:`allocate` builds one :class:`BufferSet` —
+:func:`plan_case` turns a requested size into it with the row's :meth:`~gpucomm.collectives.spec.
+Collective.round_size`.  :func:`allocate` builds one :class:`BufferSet` from the row's ``buffers`` —
 per held participant an input and an output tensor (``None`` where the op has none, e.g. scatter's
 non-root inputs); for in-place placements the output *is* the input or a chunk of it
 (``docs/performance.md`` §4).  :func:`fill` writes the check pattern into the inputs and the sentinel
@@ -17,15 +18,9 @@ import torch
 from gpucomm import collectives
 from gpucomm.bench.check import SENTINEL, pattern
 from gpucomm.collectives import CollectiveName, ReduceOp
+from gpucomm.collectives.spec import IN_PLACE, OUT_OF_PLACE
 
 __all__ = ["IN_PLACE", "OUT_OF_PLACE", "BufferSet", "Case", "allocate", "fill", "plan_case", "set_nbytes"]
-
-IN_PLACE = "in-place"
-OUT_OF_PLACE = "out-of-place"
-
-_N = CollectiveName
-_CHUNKED = {_N.ALL_GATHER, _N.REDUCE_SCATTER, _N.SCATTER, _N.GATHER, _N.ALL_TO_ALL}
-_ALWAYS_IN_PLACE = {_N.BROADCAST, _N.REDUCE, _N.ALL_REDUCE}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -48,12 +43,10 @@ def plan_case(op: CollectiveName, size: int, n: int, dtype: torch.dtype, reduce_
               placement: str, root: int = 0) -> Case | None:
     """The case for a requested ``size``, rounded down to whole elements (and chunks); None if empty."""
     spec = collectives.get(op)
-    elsize = torch.empty((), dtype=dtype).element_size()
-    per = elsize * (n if op in _CHUNKED else 1)
-    count = size // per
+    count, moved = spec.round_size(size, n, torch.empty((), dtype=dtype).element_size())
     if count == 0:
         return None
-    return Case(op=op, size=count * per, count=count, dtype=dtype,
+    return Case(op=spec.name, size=moved, count=count, dtype=dtype,
                 reduce_op=reduce_op if spec.reduces else None, root=root if spec.has_root else None,
                 n=n, placement=placement)
 
@@ -66,41 +59,16 @@ class BufferSet:
     outputs: list[torch.Tensor | None]
 
 
-def _empty(numel: int, case: Case, device: torch.device) -> torch.Tensor:
-    return torch.empty(numel, dtype=case.dtype, device=device)
-
-
-def _pair(case: Case, p: int, device: torch.device) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """(input, output) of participant ``p`` on ``device``."""
-    op, c, n = case.op, case.count, case.n
-    root = case.root if case.root is not None else 0
-    if op in _ALWAYS_IN_PLACE and case.placement == IN_PLACE:
-        t = _empty(c, case, device)
-        return t, t
-    if op is _N.BROADCAST:  # out-of-place: a source on the root, a destination everywhere
-        return (_empty(c, case, device) if p == root else None), _empty(c, case, device)
-    if op in (_N.REDUCE, _N.ALL_REDUCE, _N.SEND_RECV):
-        return _empty(c, case, device), _empty(c, case, device)
-    if op is _N.ALL_GATHER:
-        out = _empty(n * c, case, device)
-        inp = out[p * c:(p + 1) * c] if case.placement == IN_PLACE else _empty(c, case, device)
-        return inp, out
-    if op is _N.REDUCE_SCATTER:
-        inp = _empty(n * c, case, device)
-        out = inp[p * c:(p + 1) * c] if case.placement == IN_PLACE else _empty(c, case, device)
-        return inp, out
-    if op is _N.SCATTER:
-        return (_empty(n * c, case, device) if p == root else None), _empty(c, case, device)
-    if op is _N.GATHER:
-        return _empty(c, case, device), (_empty(n * c, case, device) if p == root else None)
-    if op is _N.ALL_TO_ALL:
-        return _empty(n * c, case, device), _empty(n * c, case, device)
-    raise ValueError(f"buffers: no layout for collective {op!r}")
-
-
 def allocate(case: Case, participants: list[int], devices: list[torch.device]) -> BufferSet:
     """One buffer set for the held ``participants`` (global indices) on their ``devices``."""
-    pairs = [_pair(case, p, d) for p, d in zip(participants, devices, strict=True)]
+    buffers = collectives.get(case.op).buffers
+    root = case.root if case.root is not None else 0
+    pairs = []
+    for p, device in zip(participants, devices, strict=True):
+        def empty(numel: int, device: torch.device = device) -> torch.Tensor:
+            return torch.empty(numel, dtype=case.dtype, device=device)
+
+        pairs.append(buffers(p, case.n, case.count, root, case.placement, empty))
     return BufferSet(inputs=[a for a, _ in pairs], outputs=[b for _, b in pairs])
 
 

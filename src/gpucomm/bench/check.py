@@ -18,7 +18,9 @@ import functools
 
 import torch
 
+from gpucomm import collectives
 from gpucomm.collectives import CollectiveName, ReduceOp
+from gpucomm.collectives.spec import Data
 
 __all__ = ["SENTINEL", "count_wrong", "expected", "pattern", "release", "value_modulus"]
 
@@ -73,39 +75,33 @@ def _reduce(n: int, numel: int, reduce_op: ReduceOp, dtype: torch.dtype, device:
     return acc / n if reduce_op is ReduceOp.AVG else acc
 
 
+class _Formula(Data):
+    """The inputs' formula as a row's expected-result function asks for it (wide dtype, one device)."""
+
+    def __init__(self, n: int, reduce_op: ReduceOp | None, dtype: torch.dtype, device: torch.device) -> None:
+        self.n, self.reduce_op, self.dtype, self.device = n, reduce_op, dtype, device
+
+    def input(self, p: int, numel: int, start: int = 0) -> torch.Tensor:
+        return pattern(p, numel, self.n, self.reduce_op, dtype=_wide(self.dtype), device=self.device, start=start)
+
+    def reduced(self, numel: int, start: int = 0) -> torch.Tensor:
+        return _reduce(self.n, numel, self.reduce_op, self.dtype, self.device, start)
+
+    def cat(self, parts) -> torch.Tensor:
+        return torch.cat(list(parts))
+
+
 def expected(op: CollectiveName, q: int, *, n: int, count: int, dtype: torch.dtype,
              reduce_op: ReduceOp | None, root: int,
              device: torch.device | str = "cpu") -> torch.Tensor | None:
     """What participant ``q``'s output must hold after ``op`` (float64/int64); None = unchecked.
 
-    ``count`` is the row's count: the whole buffer for broadcast/reduce/all_reduce/send_recv, one
-    chunk for the chunked collectives (docs/performance.md §1).  ``device`` only says where to
-    compute (the output's device is fastest); the values come from the formula alone.
+    The rule is the collective's row (``row.expected``); this supplies it with the inputs' formula.
+    ``count`` is the row's count (docs/performance.md §1).  ``device`` only says where to compute
+    (the output's device is fastest); the values come from the formula alone.
     """
-    wide, c, dev = _wide(dtype), count, torch.device(device)
-
-    def pat(p: int, numel: int, start: int = 0) -> torch.Tensor:
-        return pattern(p, numel, n, reduce_op, dtype=wide, device=dev, start=start)
-
-    if op is CollectiveName.BROADCAST:
-        return pat(root, count)
-    if op is CollectiveName.REDUCE:
-        return _reduce(n, count, reduce_op, dtype, dev) if q == root else None
-    if op is CollectiveName.ALL_REDUCE:
-        return _reduce(n, count, reduce_op, dtype, dev)
-    if op is CollectiveName.ALL_GATHER:
-        return torch.cat([pat(p, c) for p in range(n)])
-    if op is CollectiveName.REDUCE_SCATTER:
-        return _reduce(n, c, reduce_op, dtype, dev, q * c)
-    if op is CollectiveName.SCATTER:
-        return pat(root, c, q * c)
-    if op is CollectiveName.GATHER:
-        return torch.cat([pat(p, c) for p in range(n)]) if q == root else None
-    if op is CollectiveName.ALL_TO_ALL:
-        return torch.cat([pat(p, c, q * c) for p in range(n)])
-    if op is CollectiveName.SEND_RECV:
-        return pat((q - 1) % n, count)
-    raise ValueError(f"expected: no expected-result rule for collective {op!r}")
+    data = _Formula(n, reduce_op, dtype, torch.device(device))
+    return collectives.get(op).expected(q, n, count, root, data)
 
 
 def release() -> None:

@@ -17,7 +17,7 @@ Where it runs: all visible GPUs (one GPU: 4 slots of cuda:0 for the one-process 
 for the process-group ones); with no GPU, 4 CPU slots and gloo with 2–4 processes, labelled as CPU
 numbers.  Under torchrun only the process-group backends run; rank 0 writes.
 
-Output: ``--out DIR`` (default ``./gpucomm-results/<UTC time>/``) gets ``records.jsonl`` (an env block,
+Output: ``--out DIR`` (default a new ``./gpucomm-results/<UTC time>-<pid>/``, never an existing one) gets ``records.jsonl`` (an env block,
 then one row per line, each flushed as it finishes) and the report (``gpucomm.report.build``).  Ctrl-C
 or SIGTERM keeps every finished row and still writes the report.
 
@@ -70,15 +70,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     w.add_argument("-r", "--root", type=int, default=0, help="root participant of rooted collectives (default 0)")
     w.add_argument("--devices", help="one-process participants, e.g. 0,1,2,3 or 0,0,0,0 or cpu,cpu (default: all GPUs; "
                                      "one GPU: 4 slots of cuda:0; no GPU: 4 CPU slots)")
-    w.add_argument("--nproc", type=int, help="processes for the process-group backends (default: one per GPU; CPU: 2-4)")
+    w.add_argument("--nproc", type=int, help="processes for the process-group backends (default: one per GPU; "
+                                             "CPU: 2-4); at most what the machine holds (4 per core, 512 MiB each)")
+    w.add_argument("--oversubscribe", action="store_true",
+                   help="expert: start more CPU processes than --nproc's limit allows (they will contend)")
     t = p.add_argument_group("method")
     t.add_argument("-n", "--iters", type=int, help="timed iterations per row (default 20)")
     t.add_argument("-w", "--warmup-iters", type=int, help="untimed warmup iterations per row (default 5 CUDA, 3 CPU)")
     t.add_argument("-c", "--check", type=int, default=1, help="correctness-check iterations per row; 0 = off (default 1)")
     t.add_argument("--cuda-graph", action="store_true", help="time CUDA-graph replays (labelled cuda-graph)")
-    t.add_argument("--timeout", type=float, default=600.0, help="seconds the process-group phase may take")
+    t.add_argument("--timeout", type=float, default=600.0,
+                   help="seconds the process-group phase may take, a finite number > 0 (default 600)")
     o = p.add_argument_group("output")
-    o.add_argument("--out", help="result directory (default ./gpucomm-results/<UTC time>/)")
+    o.add_argument("--out", help="result directory (default: a new ./gpucomm-results/<UTC time>-<pid>/); "
+                                 "refused while another run writes there")
     o.add_argument("--min-busbw", type=float, metavar="GBPS",
                    help="exit 1 if a series' busbw at its largest size is below GBPS")
     return p
@@ -106,27 +111,29 @@ def _reduce_ops(text: str) -> tuple[ReduceOp, ...]:
 
 def _dtypes(text: str):
     if text.strip().lower() == "all":
-        return tuple(DTYPES.values())
+        return tuple(parse_dtype(x) for x in DTYPES)
     return tuple(dict.fromkeys(parse_dtype(x) for x in _split(text)))
 
 
 def _backend_names(text: str, device_type: str, torchrun: bool) -> tuple[tuple[str, ...], bool]:
-    """(backends to run, whether the user named them)."""
+    """(backends to run, in display order; whether the user named them)."""
+    table = _backends.BACKENDS
     if text.strip().lower() == "all":
-        names = list(_backends.PROCESS_GROUP_BACKENDS if torchrun else _backends.BACKENDS)
-        return tuple(x for x in names if device_type == "cuda" or x != "torch.cuda.comm"), False
+        names = [name for name, b in table.items()
+                 if (b.device_type in (None, device_type)) and not (torchrun and b.scope == _backends.PROCESS)]
+        return tuple(names), False
     names = _split(text)
-    known = (*_backends.LOCAL_FACTORIES, *_backends.PROCESS_GROUP_FACTORIES)
     for name in names:
-        if name not in known:
-            raise UsageError(f"--backends: unknown backend {name!r}; expected one of {', '.join(known)} (or all)")
-        if name == "torch.cuda.comm" and device_type != "cuda":
-            raise UsageError("--backends: torch.cuda.comm needs CUDA devices, but this run is on CPU; drop it")
-        if torchrun and name in _backends.LOCAL_FACTORIES:
+        b = table.get(name)
+        if b is None:
+            raise UsageError(f"--backends: unknown backend {name!r}; expected one of {', '.join(table)} (or all)")
+        if b.device_type not in (None, device_type):
+            raise UsageError(f"--backends: {name} needs {b.device_type.upper()} devices, but this run is on "
+                             f"{device_type.upper()}; drop it")
+        if torchrun and b.scope == _backends.PROCESS:
             raise UsageError(f"--backends: {name} is a one-process backend; under torchrun only "
                              f"{', '.join(_backends.PROCESS_GROUP_BACKENDS)} run")
-    order = [*_backends.LOCAL_FACTORIES, *_backends.PROCESS_GROUP_FACTORIES]  # baselines first
-    return tuple(sorted(dict.fromkeys(names), key=order.index)), True
+    return tuple(sorted(dict.fromkeys(names), key=lambda x: table[x].order)), True
 
 
 def _devices(text: str | None):
@@ -169,7 +176,7 @@ def config_from_args(args: argparse.Namespace) -> tuple[BenchConfig, bool]:
             raise UsageError(f"--minbytes {minbytes} is larger than --maxbytes {maxbytes}; swap them")
         sizes = size_sweep(minbytes, maxbytes, step)
         backend_names, named = _backend_names(args.backends, device_type, torchrun)
-        nproc = int(os.environ["WORLD_SIZE"]) if torchrun else (args.nproc or d.nproc)
+        nproc = int(os.environ["WORLD_SIZE"]) if torchrun else (args.nproc if args.nproc is not None else d.nproc)
         cfg = BenchConfig(
             ops=_ops(args.ops), backends=backend_names, sizes=tuple(sizes), dtypes=_dtypes(args.dtype),
             reduce_ops=_reduce_ops(args.op), iters=args.iters if args.iters is not None else d.iters,
@@ -182,22 +189,52 @@ def config_from_args(args: argparse.Namespace) -> tuple[BenchConfig, bool]:
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     _check_root(cfg, torchrun)
+    _check_nproc(cfg, torchrun, getattr(args, "oversubscribe", False))
     return cfg, named
+
+
+def _scopes(cfg: BenchConfig) -> set[str]:
+    return {_backends.BACKENDS[b].scope for b in cfg.backends}
 
 
 def _check_root(cfg: BenchConfig, torchrun: bool) -> None:
     rooted = any(collectives.get(op).has_root for op in cfg.ops)
     counts = []
-    if not torchrun and any(b in _backends.LOCAL_FACTORIES for b in cfg.backends):
+    if not torchrun and _backends.PROCESS in _scopes(cfg):
         counts.append(len(cfg.devices))
-    if any(b in _backends.PROCESS_GROUP_FACTORIES for b in cfg.backends):
+    if _backends.GROUP in _scopes(cfg):
         counts.append(cfg.nproc)
     if rooted and counts and cfg.root >= min(counts):
         raise UsageError(f"--root: expected a participant index below {min(counts)}, but got {cfg.root}")
-    if cfg.device_type == "cuda" and not torchrun and cfg.nproc > _cuda_count() and any(
-            b in _backends.PROCESS_GROUP_FACTORIES for b in cfg.backends):
+
+
+def nproc_limit() -> tuple[int, str]:
+    """The most local processes this machine can hold for a CPU (gloo) run, and why.
+
+    Each rank is a full torch process (about 300 MB resident on CPU, more with CUDA) that needs a core
+    to make progress in step with the others: allow 4 per core and one per 512 MiB of available memory.
+    """
+    import psutil
+
+    cores = os.cpu_count() or 1
+    memory = psutil.virtual_memory().available
+    by_cores, by_memory = 4 * cores, max(1, memory // (512 << 20))
+    if by_memory < by_cores:
+        return int(by_memory), f"{memory / 2**30:.1f} GiB of available memory at 512 MiB a process"
+    return by_cores, f"{cores} CPU core(s) at 4 processes a core"
+
+
+def _check_nproc(cfg: BenchConfig, torchrun: bool, oversubscribe: bool) -> None:
+    if torchrun or _backends.GROUP not in _scopes(cfg):
+        return
+    if cfg.device_type == "cuda" and cfg.nproc > _cuda_count():
         raise UsageError(f"--nproc: NCCL needs one GPU per process, but {cfg.nproc} processes were asked for and "
                          f"{_cuda_count()} GPU(s) are visible; lower --nproc")
+    if cfg.device_type == "cpu" and not oversubscribe:
+        limit, why = nproc_limit()
+        if cfg.nproc > limit:
+            raise UsageError(f"--nproc: {cfg.nproc} processes is more than this machine holds ({limit}: {why}); "
+                             f"lower --nproc, or add --oversubscribe to start them anyway")
 
 
 def _cuda_count() -> int:
@@ -206,15 +243,36 @@ def _cuda_count() -> int:
     return cuda_device_count()
 
 
+def _default_out(parent: Path = Path("gpucomm-results")) -> Path:
+    """A new directory ``<parent>/<UTC second>-<pid>`` made exclusively (``-2``, ``-3``… if taken).
+
+    The pid tells two runs started in the same second apart; the exclusive mkdir makes even a reused
+    pid safe, so a default run never writes into another run's directory.
+    """
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    parent.mkdir(parents=True, exist_ok=True)
+    base = f"{stamp}-{os.getpid()}"
+    for k in range(1, 1000):
+        path = parent / (base if k == 1 else f"{base}-{k}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"{parent / base}-*: every name is taken")
+
+
 def _out_dir(text: str | None) -> Path:
-    """The result directory, created and proven writable now (a usage error otherwise)."""
-    if text is None:
-        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        path = Path("gpucomm-results") / stamp
-    else:
-        path = Path(text)
+    """The result directory, created and proven writable now (a usage error otherwise).
+
+    Called only after every other flag has been checked, so a usage error writes nothing.
+    """
+    path = Path(text) if text is not None else Path("gpucomm-results")
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        if text is None:
+            path = _default_out(path)
+        else:
+            path.mkdir(parents=True, exist_ok=True)
         probe = path / ".gpucomm-write-test"
         probe.write_text("")
         probe.unlink()
@@ -247,13 +305,17 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         cfg, named = config_from_args(args)
+        session = Session(cfg, None, named_backends=named, torchrun=_torchrun())
+        problem = session.nothing_to_measure()
+        if problem:
+            raise UsageError(problem)
         rank0 = not _torchrun() or os.environ.get("RANK") == "0"
-        out = _out_dir(args.out) if rank0 else None
+        session.out = _out_dir(args.out) if rank0 else None
     except UsageError as exc:
         print(f"gpucomm bench: error: {exc}", file=sys.stderr)
         return 2
     with _sigterm_as_interrupt():
-        return Session(cfg, out, named_backends=named, torchrun=_torchrun()).run()
+        return session.run()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

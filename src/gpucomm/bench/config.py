@@ -8,19 +8,21 @@ loaded 2-core machine finishes well within two minutes.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
-
-import torch
+from typing import TYPE_CHECKING
 
 from gpucomm.collectives import CollectiveName, ReduceOp
 
+if TYPE_CHECKING:
+    import torch
+
 __all__ = ["DTYPES", "BenchConfig", "Defaults", "defaults_for", "parse_dtype"]
 
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-    "float64": torch.float64, "int32": torch.int32, "int64": torch.int64,
-}
+DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64", "int32", "int64")
+"""The dtypes a run can measure, by torch's name (resolved to ``torch.<name>`` only when parsed, so that
+``gpucomm bench --help`` imports no torch)."""
 _DTYPE_ALIASES = {"float": "float32", "fp32": "float32", "half": "float16", "fp16": "float16",
                   "bf16": "bfloat16", "double": "float64", "fp64": "float64", "int": "int32",
                   "long": "int64"}
@@ -31,7 +33,9 @@ def parse_dtype(name: str) -> torch.dtype:
     key = _DTYPE_ALIASES.get(name.strip().lower(), name.strip().lower())
     if key not in DTYPES:
         raise ValueError(f"--dtype: unknown dtype {name!r}; expected one of {', '.join(DTYPES)} (or 'all')")
-    return DTYPES[key]
+    import torch
+
+    return getattr(torch, key)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +106,9 @@ class BenchConfig:
             raise ValueError(f"--check: expected a non-negative count (0 turns checking off), but got {self.check}")
         if self.nproc < 1:
             raise ValueError(f"--nproc: expected at least 1 process, but got {self.nproc}")
+        if isinstance(self.timeout, bool) or not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise ValueError(f"--timeout: expected a finite number of seconds > 0, such as 600, "
+                             f"but got {self.timeout!r}")
         if self.min_busbw is not None and not self.min_busbw >= 0:
             raise ValueError(f"--min-busbw: expected a non-negative GB/s figure, but got {self.min_busbw}")
         if self.root < 0:

@@ -2,7 +2,8 @@
 
 * :func:`median`, :func:`percentile` — linear interpolation between order statistics (NumPy's default).
 * :func:`bandwidths` — algbw and busbw through :mod:`gpucomm.collectives`, the one spec table.
-* :func:`assign_speedups` — ``t_baseline / t`` per (op, size, dtype, reduction op, timing mode).
+* :func:`assign_speedups` — ``t_baseline / t`` per (op, size, dtype, reduction op, timing mode), the
+  baseline being the backend's own (:attr:`gpucomm.bench.backends.Backend.baseline`), called plainly.
 """
 
 from __future__ import annotations
@@ -12,17 +13,10 @@ import math
 from collections.abc import Iterable, Sequence
 
 from gpucomm import collectives
+from gpucomm.bench.backends import PLAIN, baseline_of
 from gpucomm.records import BenchRecord
 
-__all__ = ["BASELINES", "SpeedupIndex", "TimeStats", "assign_speedups", "bandwidths", "median", "percentile", "summarize"]
-
-# Backend → the backend its ratio is relative to (docs/performance.md §6).
-BASELINES: dict[str, str] = {
-    "torch.cuda.comm": "torch.cuda.comm",
-    "gpucomm.comm": "torch.cuda.comm",
-    "torch.distributed": "torch.distributed",
-    "gpucomm.dist": "torch.distributed",
-}
+__all__ = ["SpeedupIndex", "TimeStats", "assign_speedups", "bandwidths", "median", "percentile", "summarize"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -70,9 +64,10 @@ def _key(r: BenchRecord) -> tuple:
 class SpeedupIndex:
     """Fills ``baseline`` and ``speedup`` into rows as they arrive (baseline rows must come first).
 
-    The baseline row has the same op, size, dtype, reduction op, timing mode, device type and n; the
-    same placement is preferred, otherwise the baseline's first placement is used and the row's note
-    says which.  Rows whose baseline backend did not measure that point keep ``speedup=None``.
+    The baseline row is the baseline backend's *plain* call with the same op, size, dtype, reduction
+    op, timing mode, device type and n (a prepared row is thus compared with the raw library as users
+    call it); the same placement is preferred, otherwise the baseline's first placement is used and the
+    row's note says which.  Rows whose baseline backend did not measure that point keep ``speedup=None``.
     """
 
     def __init__(self) -> None:
@@ -80,9 +75,9 @@ class SpeedupIndex:
 
     def apply(self, r: BenchRecord) -> BenchRecord:
         """Remember ``r`` (it may be a baseline) and return it with its ratio filled in where possible."""
-        self._rows.setdefault((*_key(r), r.backend), {}).setdefault(r.placement, r)
-        base_name = BASELINES.get(r.backend)
-        candidates = self._rows.get((*_key(r), base_name), {}) if base_name else {}
+        self._rows.setdefault((*_key(r), r.backend, r.form), {}).setdefault(r.placement, r)
+        base_name = baseline_of(r.backend)
+        candidates = self._rows.get((*_key(r), base_name, PLAIN), {}) if base_name else {}
         base = candidates.get(r.placement) or next(iter(candidates.values()), None)
         if base is None or not (base.time_us_median > 0 and r.time_us_median > 0):
             return r
@@ -102,6 +97,6 @@ def assign_speedups(records: Iterable[BenchRecord]) -> list[BenchRecord]:
     records = list(records)
     index = SpeedupIndex()
     for r in records:
-        if BASELINES.get(r.backend) == r.backend:
+        if baseline_of(r.backend) == r.backend and r.form == PLAIN:
             index.apply(r)
     return [index.apply(r) for r in records]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as td
 
 from gpucomm.bench import backends as _backends
 from gpucomm.bench.config import BenchConfig
@@ -35,26 +36,24 @@ Emit = Callable[[BenchRecord], None]
 
 
 def _combine(device: torch.device):
-    import torch.distributed as dist
-
     def combine(times: list[float], wrong: int) -> tuple[list[float], int]:
         t = torch.tensor(times, dtype=torch.float64, device=device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        td.all_reduce(t, op=td.ReduceOp.MAX)
         w = torch.tensor([max(wrong, 0)], dtype=torch.int64, device=device)
-        dist.all_reduce(w, op=dist.ReduceOp.SUM)
+        td.all_reduce(w, op=td.ReduceOp.SUM)
         return t.tolist(), (int(w.item()) if wrong >= 0 else -1)
 
     return combine
 
 
 def _build_backends(cfg: BenchConfig, device: torch.device) -> tuple[dict, list[str]]:
-    """Backends that could be built here, and one line per backend that could not (same on every rank)."""
+    """Adapters that could be built here, and one line per backend that could not (same on every rank)."""
     built, problems = {}, []
-    for name, factory in _backends.PROCESS_GROUP_FACTORIES.items():
-        if name not in cfg.backends:
+    for name, backend in _backends.BACKENDS.items():
+        if name not in cfg.backends or backend.scope != _backends.GROUP:
             continue
         try:
-            built[name] = factory(device)
+            built[name] = backend.build(device)
         except (ImportError, AttributeError, NotImplementedError) as exc:
             problems.append(f"{name}: not run ({type(exc).__name__}: {exc})")
     return built, problems
@@ -62,21 +61,20 @@ def _build_backends(cfg: BenchConfig, device: torch.device) -> tuple[dict, list[
 
 def _loop(cfg: BenchConfig, emit: Emit) -> dict[str, Any]:
     """Run every process-group point in this rank; rank 0's ``emit`` gets the rows."""
-    import torch.distributed as dist
-
     from gpucomm.dist import device as dist_device
 
     device = dist_device()
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank, world = td.get_rank(), td.get_world_size()
     built, problems = _build_backends(cfg, device)
-    classes = [type(b) for b in built.values()]
-    points = plan(cfg, classes, world)
+    specs = [a.spec for a in built.values()]
+    forms = {a.name: a.forms for a in built.values()}
+    points = plan(cfg, specs, world, forms)
 
     def emit_rank0(record: BenchRecord) -> None:
         if rank == 0:
             emit(record)
 
-    skipped = unsupported_reasons(cfg, classes)
+    skipped = unsupported_reasons(cfg, specs, forms)
 
     def on_skip(point, exc: BaseException) -> None:
         skipped.append(f"{point.backend} {point.case.op} under cuda-graph from {point.case.size} B "
@@ -97,9 +95,7 @@ def worker(cfg: BenchConfig, stream_path: str) -> dict[str, Any] | None:
             stream.flush()
 
         summary = _loop(cfg, emit)
-    import torch.distributed as dist
-
-    return {**summary, "rows": rows} if dist.get_rank() == 0 else None
+    return {**summary, "rows": rows} if td.get_rank() == 0 else None
 
 
 class _StreamReader:

@@ -1,7 +1,7 @@
 """The measurement loop: plan the points, and for each one warm up, time, check and build a row.
 
 :func:`plan` enumerates the points of a run — op × dtype × reduction op × size × backend ×
-placement, in that order, baselines first — so that rows of different backends for one size arrive
+placement × form, in that order, baselines first — so that rows of different backends for one size arrive
 side by side and a row's ratio can be computed when it arrives.  :func:`measure` takes one point
 through the method of ``docs/performance.md`` §3 and §5 and returns a :class:`BenchRecord`;
 :func:`run_points` does that for a list of points, handing each row to ``emit`` as soon as it exists.
@@ -18,10 +18,12 @@ import torch
 from gpucomm import collectives
 from gpucomm.bench import check as _checks
 from gpucomm.bench import metrics, timing
-from gpucomm.bench.backends import Backend
+from gpucomm.bench.adapters import Adapter
+from gpucomm.bench.backends import PLAIN, PREPARED, Backend
 from gpucomm.bench.buffers import BufferSet, Case, allocate, fill, plan_case, set_nbytes
 from gpucomm.bench.check import count_wrong, expected
 from gpucomm.bench.config import BenchConfig
+from gpucomm.collectives.spec import Invocation
 from gpucomm.records import BenchRecord
 
 __all__ = ["ROTATE_BYTES", "GraphCaptureError", "Point", "measure", "plan", "run_points", "unsupported_reasons"]
@@ -40,54 +42,69 @@ class GraphCaptureError(RuntimeError):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Point:
-    """One row to measure: a backend and a case."""
+    """One row to measure: a backend, a case and a form ("plain" or "prepared")."""
 
     backend: str
     case: Case
+    form: str = PLAIN
 
 
-def plan(cfg: BenchConfig, backend_classes: Sequence[type[Backend]], n: int) -> list[Point]:
-    """Every point of the run for these backends with ``n`` participants, in measuring order."""
+Forms = dict[str, tuple[str, ...]]
+"""Backend name → the forms it offers in this run (an adapter's ``forms``, once built)."""
+
+
+def plan(cfg: BenchConfig, backends: Sequence[Backend], n: int, forms: Forms | None = None) -> list[Point]:
+    """Every point of the run for these backends with ``n`` participants, in measuring order.
+
+    ``forms`` narrows a backend's forms to those its built adapter offers (a library without
+    ``prepare`` measures plain calls only).
+    """
     points: list[Point] = []
-    seen: set[tuple[str, Case]] = set()
+    seen: set[tuple[str, Case, str]] = set()
     for op in cfg.ops:
         spec = collectives.get(op)
         for dtype in cfg.dtypes:
             for rop in cfg.reduce_ops if spec.reduces else (None,):
                 for size in cfg.sizes:
-                    for cls in backend_classes:
-                        if cls.unsupported(op, dtype, rop, cfg.device_type):
+                    for b in backends:
+                        if b.unsupported(op, dtype, rop, cfg.device_type):
                             continue
-                        for placement in cls.placements(op):
+                        offered = (forms or {}).get(b.name, b.forms)
+                        for placement in b.placements_for(op):
                             case = plan_case(op, size, n, dtype, rop, placement, cfg.root)
-                            if case is not None and (cls.name, case) not in seen:
-                                seen.add((cls.name, case))
-                                points.append(Point(cls.name, case))
+                            for form in (f for f in b.forms if f in offered):
+                                if case is not None and (b.name, case, form) not in seen:
+                                    seen.add((b.name, case, form))
+                                    points.append(Point(b.name, case, form))
     return points
 
 
-def unsupported_reasons(cfg: BenchConfig, backend_classes: Sequence[type[Backend]]) -> list[str]:
+def unsupported_reasons(cfg: BenchConfig, backends: Sequence[Backend], forms: Forms | None = None) -> list[str]:
     """One line per (backend, reason) that leaves points out of the run, for the run's preamble."""
     lines: dict[str, None] = {}
+    for b in backends:
+        missing = [f for f in b.forms if f not in (forms or {}).get(b.name, b.forms)]
+        if missing:
+            lines[f"{b.name}: {', '.join(missing)} form not measured (the library has no prepare() yet)"] = None
     for op in cfg.ops:
         rops = cfg.reduce_ops if collectives.get(op).reduces else (None,)
-        for cls in backend_classes:
+        for b in backends:
             for dtype in cfg.dtypes:
                 for rop in rops:
-                    reason = cls.unsupported(op, dtype, rop, cfg.device_type)
+                    reason = b.unsupported(op, dtype, rop, cfg.device_type)
                     if reason:
-                        lines[f"{cls.name}: {reason}"] = None
+                        lines[f"{b.name}: {reason}"] = None
     return list(lines)
 
 
-def _rotation(case: Case, backend: Backend, first: BufferSet, mode: str) -> int:
+def _rotation(case: Case, backend: Adapter, first: BufferSet, mode: str) -> int:
     per_set = max(1, set_nbytes(first))
     sets = math.ceil(ROTATE_BYTES.get(backend.device_type, ROTATE_BYTES["cpu"]) / per_set)
     return max(1, min(_MAX_SETS, sets, timing.GRAPH_OPS if mode == timing.CUDA_GRAPH else _MAX_SETS))
 
 
-def _check(backend: Backend, case: Case, bufs: BufferSet, cfg: BenchConfig) -> int:
-    """#wrong over ``cfg.check`` fresh runs of the op on ``bufs`` (-1 when checking is off)."""
+def _check(backend: Adapter, case: Case, bufs: BufferSet, inv: Invocation, call, cfg: BenchConfig) -> int:
+    """#wrong over ``cfg.check`` fresh runs of the timed ``call`` on ``bufs`` (-1 when checking is off)."""
     if cfg.check == 0:
         return -1
     graph_outputs: list = []
@@ -95,7 +112,7 @@ def _check(backend: Backend, case: Case, bufs: BufferSet, cfg: BenchConfig) -> i
     if cfg.timing == timing.CUDA_GRAPH:  # check the graph path itself: replay a one-op graph
         try:
             graph = timing.GraphTimer(backend.devices[0]).capture(
-                lambda _i: graph_outputs.append(backend.call(case, bufs)), ops=1, warmup=0)
+                lambda _i: graph_outputs.append(call()), ops=1, warmup=0)
         except Exception as exc:
             raise GraphCaptureError(f"{type(exc).__name__}: {exc}") from exc
     wrong = 0
@@ -106,9 +123,9 @@ def _check(backend: Backend, case: Case, bufs: BufferSet, cfg: BenchConfig) -> i
             graph.replay()
             returned = graph_outputs[-1]
         else:
-            returned = backend.call(case, bufs)
+            returned = call()
         backend.synchronize()
-        outputs = bufs.outputs if returned is None else returned
+        outputs = backend.outputs(case, bufs, inv, returned)
         for k, p in enumerate(backend.participants):
             want = expected(case.op, p, n=case.n, count=case.count, dtype=case.dtype,
                             reduce_op=case.reduce_op, root=case.root or 0, device=backend.devices[k])
@@ -118,8 +135,12 @@ def _check(backend: Backend, case: Case, bufs: BufferSet, cfg: BenchConfig) -> i
     return wrong
 
 
-def measure(backend: Backend, case: Case, cfg: BenchConfig, combine: Combine | None = None) -> BenchRecord:
-    """Warm up, time and check one point (docs/performance.md §3, §5); returns its row."""
+def measure(backend: Adapter, case: Case, cfg: BenchConfig, combine: Combine | None = None,
+            form: str = PLAIN) -> BenchRecord:
+    """Warm up, time and check one point in ``form`` (docs/performance.md §3, §5); returns its row.
+
+    The correctness check runs the very callable that was timed (the prepared one, for "prepared").
+    """
     mode = cfg.timing
     first = allocate(case, backend.participants, backend.devices)
     sets = [first] + [allocate(case, backend.participants, backend.devices)
@@ -127,7 +148,8 @@ def measure(backend: Backend, case: Case, cfg: BenchConfig, combine: Combine | N
     for bufs in sets:
         fill(case, bufs, backend.participants)
 
-    calls = [backend.bind(case, bufs) for bufs in sets]
+    invocations = [backend.invocation(case, bufs) for bufs in sets]
+    calls = [backend.bind(inv, form) for inv in invocations]
 
     def step(i: int) -> None:
         calls[i % len(calls)]()
@@ -147,27 +169,28 @@ def measure(backend: Backend, case: Case, cfg: BenchConfig, combine: Combine | N
     times = timer.run(step, cfg.iters)
     backend.synchronize()
     backend.barrier()
-    wrong = _check(backend, case, sets[0], cfg)
+    wrong = _check(backend, case, sets[0], invocations[0], calls[0], cfg)
     if combine is not None:
         times, wrong = combine(times, wrong)
-    return _record(backend, case, cfg, mode, times, wrong)
+    return _record(backend, case, cfg, mode, times, wrong, form)
 
 
-def _note(backend: Backend, case: Case) -> str:
+def _note(backend: Adapter, case: Case, form: str) -> str:
     notes = []
     if case.n == 1:
         # nccl-tests' formulas still apply, but with one participant nothing crosses a link: a
         # rooted op's busbw (factor 1) is then a launch rate, not a bandwidth, and must not be read as one.
         notes.append("one participant: no data crosses a link; bandwidths are not link figures")
-    if backend.name == "torch.distributed" and case.op is collectives.CollectiveName.SEND_RECV and case.n == 1:
-        notes.append("world of one: send_recv is a local copy (torch refuses self-sends)")
-    if backend.name == "torch.cuda.comm" and case.op is collectives.CollectiveName.REDUCE:
-        notes.append("reduce_add allocates its result (no out=)")
+    row_note = collectives.get(case.op).calls.notes.get(backend.spec.library)
+    if row_note:
+        notes.append(row_note)
+    if form == PREPARED and backend.spec.baseline:
+        notes.append(f"prepared (checked once) vs {backend.spec.baseline}'s plain call")
     return "; ".join(notes)
 
 
-def _record(backend: Backend, case: Case, cfg: BenchConfig, mode: str, times: list[float],
-            wrong: int) -> BenchRecord:
+def _record(backend: Adapter, case: Case, cfg: BenchConfig, mode: str, times: list[float],
+            wrong: int, form: str = PLAIN) -> BenchRecord:
     stats = metrics.summarize(times)
     algbw, busbw = metrics.bandwidths(case.op, case.size, case.n, stats.median_us)
     return BenchRecord(
@@ -177,11 +200,11 @@ def _record(backend: Backend, case: Case, cfg: BenchConfig, mode: str, times: li
         time_us_median=stats.median_us, time_us_p99=stats.p99_us, algbw_gbps=algbw, busbw_gbps=busbw,
         wrong=wrong, iters=cfg.iters, warmup=cfg.warmup,
         reduce_op=str(case.reduce_op) if case.reduce_op is not None else None, root=case.root,
-        devices=[str(d) for d in backend.devices], note=_note(backend, case),
+        devices=[str(d) for d in backend.devices], note=_note(backend, case, form), form=form,
     )
 
 
-def run_points(points: Sequence[Point], backends: dict[str, Backend], cfg: BenchConfig,
+def run_points(points: Sequence[Point], backends: dict[str, Adapter], cfg: BenchConfig,
                emit: Callable[[BenchRecord], None], *, combine: Combine | None = None,
                on_error: Callable[[Point, BaseException], None] | None = None,
                on_start: Callable[[Point], None] | None = None,
@@ -197,13 +220,13 @@ def run_points(points: Sequence[Point], backends: dict[str, Backend], cfg: Bench
     failed: set[tuple[str, str]] = set()
     for point in points:
         backend = backends[point.backend]
-        key = (point.backend, str(point.case.op))
+        key = (point.backend, str(point.case.op), point.form)
         if key in failed:
             continue
         if on_start is not None:
             on_start(point)
         try:
-            record = measure(backend, point.case, cfg, combine)
+            record = measure(backend, point.case, cfg, combine, point.form)
         except GraphCaptureError as exc:
             failed.add(key)
             if on_skip is not None:
@@ -220,6 +243,6 @@ def run_points(points: Sequence[Point], backends: dict[str, Backend], cfg: Bench
         emit(record)
 
 
-def _release(backend: Backend) -> None:
+def _release(backend: Adapter) -> None:
     if backend.device_type == "cuda":
         torch.cuda.empty_cache()

@@ -83,10 +83,13 @@ class Session:
             return "CPU numbers (no GPU used)"
         return f"CUDA, {cfg.timing}"
 
+    def _names(self, scope: str) -> list[str]:
+        """The run's backends of one scope, in display order."""
+        return [b for b in self.cfg.backends if _backends.BACKENDS[b].scope == scope]
+
     def _preamble(self) -> None:
         cfg = self.cfg
-        local = [b for b in cfg.backends if b in _backends.LOCAL_FACTORIES]
-        group = [b for b in cfg.backends if b in _backends.PROCESS_GROUP_FACTORIES]
+        local, group = self._names(_backends.PROCESS), self._names(_backends.GROUP)
         lines = [f"gpucomm bench: sizes {format_size(cfg.sizes[0])} .. {format_size(cfg.sizes[-1])} "
                  f"({len(cfg.sizes)} sizes), {cfg.iters} iterations, {cfg.warmup} warmup, timing {cfg.timing}"]
         if cfg.device_type == "cpu":
@@ -103,34 +106,51 @@ class Session:
         for line in lines:
             self.console.print(line, highlight=False)
 
-    def _plan(self) -> tuple[list[str], list[Point], list[Point], list[str]]:
-        """(one-process backend names, their points, process-group points, unsupported lines)."""
+    def plan(self, forms: dict[str, tuple[str, ...]] | None = None
+             ) -> tuple[list[str], list[Point], list[Point], list[str]]:
+        """(one-process backend names, their points, process-group points, unsupported lines).
+
+        ``forms`` narrows the one-process backends to the forms their built adapters offer.
+        """
         cfg = self.cfg
-        local_names = [] if self.torchrun else [b for b in cfg.backends if b in _backends.LOCAL_FACTORIES]
-        group_names = [b for b in cfg.backends if b in _backends.PROCESS_GROUP_FACTORIES]
-        local_classes = [_backends.LOCAL_FACTORIES[b] for b in local_names]
-        group_classes = [_backends.PROCESS_GROUP_FACTORIES[b] for b in group_names]
-        return (local_names, plan(cfg, local_classes, len(cfg.devices)), plan(cfg, group_classes, cfg.nproc),
-                unsupported_reasons(cfg, local_classes + group_classes))
+        local_names = [] if self.torchrun else self._names(_backends.PROCESS)
+        local = [_backends.BACKENDS[b] for b in local_names]
+        group = [_backends.BACKENDS[b] for b in self._names(_backends.GROUP)]
+        return (local_names, plan(cfg, local, len(cfg.devices), forms), plan(cfg, group, cfg.nproc),
+                unsupported_reasons(cfg, local, forms) + unsupported_reasons(cfg, group))
+
+    def nothing_to_measure(self) -> str | None:
+        """Why this run would measure nothing (a usage error, found before anything is written), or None."""
+        _, local_points, group_points, unsupported = self.plan()
+        if local_points or group_points:
+            return None
+        return ("nothing to measure: " + ("; ".join(unsupported) or "every size is too small for the selected ops")
+                + "; widen --ops, --backends or the sizes")
 
     def run(self) -> int:
-        cfg = self.cfg
         rank0 = self.out is not None
-        local_names, local_points, group_points, unsupported = self._plan()
-        if not local_points and not group_points:
-            print("gpucomm bench: error: nothing to measure: " + ("; ".join(unsupported) or
-                  "every size is too small for the selected ops") + "; widen --ops, --backends or the sizes",
-                  file=sys.stderr)
+        problem = self.nothing_to_measure()
+        if problem:
+            print(f"gpucomm bench: error: {problem}", file=sys.stderr)
             return _USAGE
         status = 0
         try:
             if rank0:
-                env = collect_env(cfg.device_type, extra=cfg.params())
-                self.writer = RecordWriter(self.out, env)
+                env = collect_env(self.cfg.device_type, extra=self.cfg.params())
+                try:
+                    self.writer = RecordWriter(self.out, env)
+                except Exception as exc:  # unwritable, or held by another live run (RecordWriter's lock)
+                    print(f"gpucomm bench: error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+                          file=sys.stderr)
+                    return _USAGE
                 self._preamble()
+            adapters = self._build_local()
+            local_names, local_points, group_points, unsupported = self.plan(
+                {name: a.forms for name, a in adapters.items()})
+            if rank0:
                 for line in unsupported:
                     self._problem(f"not measured: {line}", failure=False)
-            self._measure(rank0, local_names, local_points, group_points)
+            self._measure(rank0, adapters, local_points, group_points)
         except KeyboardInterrupt:
             self.console.print(f"[yellow]interrupted: {len(self.records)} finished rows kept[/yellow]")
             status = _INTERRUPTED
@@ -142,15 +162,14 @@ class Session:
         report_ok = self._report()
         return status or self._verdict(report_ok)
 
-    def _measure(self, rank0: bool, local_names: list[str], local_points: list[Point],
-                 group_points: list[Point]) -> None:
+    def _measure(self, rank0: bool, adapters: dict, local_points: list[Point], group_points: list[Point]) -> None:
         view = LiveView(self.console, self._title(), len(local_points) + len(group_points)) if rank0 else None
         self.view = view
         try:
             if view is not None:
                 view.__enter__()
             if local_points:
-                self._local_phase(local_names, local_points)
+                self._local_phase(adapters, local_points)
             if group_points:
                 self._group_phase()
         finally:
@@ -158,13 +177,17 @@ class Session:
                 view.__exit__(None, None, None)
             self.view = None
 
-    def _local_phase(self, names: list[str], points: list[Point]) -> None:
+    def _build_local(self) -> dict:
+        """The one-process adapters that could be built (a problem line for each that could not)."""
         built = {}
-        for name in names:
+        for name in ([] if self.torchrun else self._names(_backends.PROCESS)):
             try:
-                built[name] = _backends.LOCAL_FACTORIES[name](list(self.cfg.devices))
+                built[name] = _backends.BACKENDS[name].build(list(self.cfg.devices))
             except (ImportError, AttributeError, NotImplementedError, TypeError, ValueError) as exc:
                 self._problem(f"{name}: not run ({type(exc).__name__}: {exc})", failure=self.named)
+        return built
+
+    def _local_phase(self, built: dict, points: list[Point]) -> None:
         points = [p for p in points if p.backend in built]
 
         def on_error(point: Point, exc: BaseException) -> None:
@@ -181,7 +204,8 @@ class Session:
 
     def _on_start(self, point: Point) -> None:
         if self.view is not None:
-            self.view.describe(f"{point.backend} {point.case.op} {format_size(point.case.size)}")
+            form = "" if point.form == _backends.PLAIN else f" ({point.form})"
+            self.view.describe(f"{point.backend}{form} {point.case.op} {format_size(point.case.size)}")
 
     def _group_phase(self) -> None:
         if self.view is not None:

@@ -59,5 +59,6 @@ ROW = Collective(
     buffers=_buffers, expected=_expected,
     calls=Calls(torch_cuda_comm=_torch_cuda_comm, gpucomm_comm=_gpucomm_comm,
                 torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist, communicator=_communicator,
-                sum_only={"torch_cuda_comm": "torch.cuda.comm.reduce_add only sums"}),
+                sum_only={"torch_cuda_comm": "torch.cuda.comm.reduce_add only sums"},
+                notes={"torch_cuda_comm": "reduce_add allocates its result (no out=)"}),
 )

@@ -50,5 +50,7 @@ ROW = Collective(
     buffers=_buffers, expected=_expected,
     calls=Calls(gpucomm_comm=_gpucomm_comm, torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist,
                 communicator=_communicator,
-                unavailable={"torch_cuda_comm": "torch.cuda.comm has no send/recv (one process)"}),
+                unavailable={"torch_cuda_comm": "torch.cuda.comm has no send/recv (one process)"},
+                notes={"torch_distributed": "batch_isend_irecv ring shift; a world of one copies locally "
+                                            "(torch refuses self-sends)"}),
 )

@@ -187,6 +187,8 @@ class Calls:
     """Library field name → why it has no call (every None field has one)."""
     sum_only: Mapping[str, str] = field(default_factory=dict)
     """Library field name → why it reduces only with sum (torch.cuda.comm's reduce_add)."""
+    notes: Mapping[str, str] = field(default_factory=dict)
+    """Library field name → what a reader of its measured rows must know (e.g. the call allocates)."""
 
     def __post_init__(self) -> None:
         for name in BACKEND_CALLS:
