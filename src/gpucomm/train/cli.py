@@ -2,6 +2,7 @@
 
 Usage::
 
+    gpucomm train                                     # every strategy on every GPU (gpt-tiny on CPU)
     gpucomm train --strategies single,dp,replicated,ddp --model gpt-124m --steps 50 --global-batch 32
     gpucomm train --model gpt-tiny --devices cpu,cpu --steps 10 --global-batch 8 --assert-equal
     gpucomm train --model mypkg.models:factory --strategies single,replicated   # your own model
@@ -14,55 +15,83 @@ baseline.  Strategies:
 * ``single``      — one device (the first of ``--devices``);
 * ``dp``          — ``torch.nn.DataParallel`` over ``--devices`` (CUDA only; "not-applicable" on CPU);
 * ``replicated``  — gpucomm's one-process data parallel: persistent replicas on ``--devices``,
-  bucketed all-reduce through ``gpucomm.comm`` overlapped with backward;
+  bucketed all-reduce through ``gpucomm.comm`` overlapped with backward (``--nproc N``: N processes,
+  each driving its share of the devices);
 * ``ddp``         — ``DistributedDataParallel``, one process per device (``--nproc``; on CUDA one per
-  distinct GPU, ranks on ``cuda:0..nproc-1``); under torchrun/SLURM only ddp runs, across the job.
+  distinct GPU); under torchrun/SLURM only the strategies that run in processes run, across the job.
 
-``--devices cuda:0,cuda:0`` on a one-GPU machine runs dp and replicated over a repeated cuda:0: the
-code paths are exercised, the speed is not meaningful (the output says so).
+Without ``--model``: gpt-124m on GPUs; gpt-tiny when there is no GPU (the output says so), so that a
+plain ``gpucomm train`` on a laptop finishes in well under a minute.  ``--devices cuda:0,cuda:0`` on a
+one-GPU machine runs dp and replicated over a repeated cuda:0: the code paths are exercised, the speed
+is not meaningful (the output says so).
 
-Output: a table; ``TrainRecord`` rows in ``--out/records.jsonl`` (default
-``./gpucomm-results/<UTC timestamp>/``) and a report there.  ``--assert-equal`` exits 1 unless every
+Timing (``docs/train.md``): nothing inside the timed steps waits for the GPU — per-step CUDA events,
+losses read after the last step, batches pinned before the first; on CPU the host clock.  Each row
+also records the host time of a step (Python and kernel launches, measured with the devices idle
+before the step) per device the process drives, and the GPU time of a step.
+
+Output: a progress bar per strategy, a table; ``TrainRecord`` rows in ``--out/records.jsonl`` (default
+``./gpucomm-results/<UTC timestamp>/``, created when the first row is written: a run that fails
+before that leaves nothing behind) and a report there.  ``--assert-equal`` exits 1 unless every
 strategy's per-step losses and final parameters match single's within the tolerance (fp32 1e-5,
 bf16 autocast 3e-2; see ``gpucomm.train.config.TOLERANCES``) and replicated's replicas are
-bit-identical.
+bit-identical.  A strategy that runs out of memory is a failed row naming the strategy, model,
+per-device batch and the device's memory; the others still run.  Ctrl-C or SIGTERM keeps every
+finished row and still writes the report.
 
-Exit status: 0 ok; 1 a strategy failed or (with ``--assert-equal``) differs; 2 usage error (unknown
-strategy or model, a batch that does not divide, a factory that fails).
+Exit status: 0 ok; 1 a strategy failed or (with ``--assert-equal``) differs; 2 usage error (bad flag,
+unknown strategy or model, a batch that does not divide, a factory that fails, an --out that cannot
+be a directory, an --nproc the machine cannot hold); 130 interrupted by Ctrl-C, 143 by SIGTERM (rows
+and report kept).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import time
+import types
 from pathlib import Path
 
-from gpucomm.train.config import OPTIMIZERS, PRECISIONS, TrainConfig, default_out_dir
+from gpucomm.train.defaults import BUILTIN_GPTS, DEFAULT_STRATEGIES, OPTIMIZERS, PRECISIONS
 
 __all__ = ["add_parser", "config_from_args", "run"]
 
+_EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+def _one_line_error(self: argparse.ArgumentParser, message: str) -> None:
+    self.exit(2, f"{self.prog}: error: {message}\n")
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Register ``gpucomm train`` and return its parser."""
-    from gpucomm.train.models import MODELS
-    from gpucomm.train.strategies import names
-
+    """Register ``gpucomm train`` and return its parser (imports no torch)."""
     p = subparsers.add_parser("train", help="DataParallel vs replicated vs DDP on one model, checked equal and timed",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--strategies", default="single,dp,replicated,ddp",
-                   help=f"comma-separated, from: {', '.join(names())} (default: all)")
-    p.add_argument("--model", default="gpt-124m",
-                   help=f"built-in ({', '.join(MODELS)}) or pkg.module:factory (default gpt-124m)")
-    p.add_argument("--steps", type=int, default=50, help="optimizer steps per strategy, warmup included")
+    p.error = types.MethodType(_one_line_error, p)
+    p.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES),
+                   help=f"comma-separated strategy names, run in order after single (default: "
+                        f"{','.join(DEFAULT_STRATEGIES)})")
+    p.add_argument("--model", default=None,
+                   help=f"built-in ({', '.join((*BUILTIN_GPTS, 'mlp'))}) or pkg.module:factory "
+                        f"(default: gpt-124m with a GPU, gpt-tiny without)")
+    p.add_argument("--steps", type=int, default=50, help="optimizer steps per strategy, warmup included (default 50)")
     p.add_argument("--warmup-steps", type=int, default=5, help="leading steps left out of timing (default 5)")
     p.add_argument("--global-batch", type=int, default=32, help="samples per step over all devices (default 32)")
     p.add_argument("--seq-len", type=int, default=None, help="override the GPT context length")
     p.add_argument("--devices", default=None,
                    help="comma-separated, e.g. cuda:0,cuda:1 or 0,1 or cpu,cpu (default: every GPU, or cpu,cpu)")
-    p.add_argument("--nproc", type=int, default=None, help="DDP processes for a local launch")
+    p.add_argument("--nproc", type=int, default=None,
+                   help="processes of a local launch: ddp's world size; replicated: N processes sharing --devices")
+    p.add_argument("--allow-many-procs", action="store_true",
+                   help="let --nproc exceed what this machine is judged to hold (4 per core, ~0.5 GiB each)")
+    p.add_argument("--graphs", action="store_true",
+                   help="capture each replica's step in CUDA graphs; single and replicated only; CUDA only")
     p.add_argument("--seed", type=int, default=0, help="seed of weights and data (default 0)")
-    p.add_argument("--lr", type=float, default=3e-4, help="AdamW learning rate (default 3e-4)")
-    p.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw", help="adamw (default) or sgd")
+    p.add_argument("--lr", type=float, default=3e-4, help="learning rate (default 3e-4)")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw", help="adamw (default; fused on CUDA) or sgd")
     p.add_argument("--precision", choices=PRECISIONS, default="auto",
                    help="auto: bf16 autocast on CUDA, fp32 on CPU")
     p.add_argument("--bucket-cap-mb", type=float, default=25.0, help="gradient bucket MiB (default 25)")
@@ -71,22 +100,79 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="replicated: run replicas one after another instead of one thread each")
     p.add_argument("--assert-equal", action="store_true", help="exit 1 unless every strategy matches single")
     p.add_argument("--tolerance", type=float, default=None, help="relative tolerance for --assert-equal")
-    p.add_argument("--out", type=Path, default=None, help="result directory")
+    p.add_argument("--out", type=Path, default=None,
+                   help="result directory (default ./gpucomm-results/<UTC time>/; made at the first row)")
     p.add_argument("--no-report", action="store_true", help="skip the Markdown/HTML report")
     return p
 
 
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """Flags → :class:`TrainConfig` (raises ValueError on bad values)."""
+def config_from_args(args: argparse.Namespace):
+    """Flags → :class:`~gpucomm.train.config.TrainConfig` (raises ConfigError/ValueError on bad values)."""
+    from gpucomm.train.config import TrainConfig, default_out_dir
+
     devices = [d.strip() for d in args.devices.split(",") if d.strip()] if args.devices else []
     return TrainConfig(
         strategies=tuple(s.strip() for s in args.strategies.split(",") if s.strip()), model=args.model,
         steps=args.steps, warmup_steps=args.warmup_steps, global_batch=args.global_batch, seq_len=args.seq_len,
-        devices=devices, nproc=args.nproc, seed=args.seed, lr=args.lr, optimizer=args.optimizer, precision=args.precision,
+        devices=devices, nproc=args.nproc, allow_many_procs=args.allow_many_procs, graphs=args.graphs,
+        seed=args.seed, lr=args.lr, optimizer=args.optimizer, precision=args.precision,
         bucket_cap_mb=args.bucket_cap_mb, first_bucket_mb=args.first_bucket_mb, assert_equal=args.assert_equal,
         replicated_threads=not args.no_replicated_threads,
         tolerance=args.tolerance, out=args.out or default_out_dir(),
     )
+
+
+class _Interrupted:
+    """Which signal stopped the run (SIGINT or SIGTERM), or None."""
+
+    signum: int | None = None
+
+
+@contextlib.contextmanager
+def _interrupts():
+    """SIGINT and SIGTERM raise KeyboardInterrupt once; after the first, both are ignored.
+
+    So the run stops where it is, keeps its rows and writes its report, and a second Ctrl-C (or a
+    TERM that follows the INT) cannot interrupt the clean-up with a traceback.
+    """
+    state = _Interrupted()
+
+    def handler(signum, frame):
+        state.signum = signum
+        for s in _EXIT_SIGNAL:
+            signal.signal(s, signal.SIG_IGN)
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = {s: signal.signal(s, handler) for s in _EXIT_SIGNAL}
+    except ValueError:  # not the main thread: leave signals alone
+        yield state
+        return
+    try:
+        yield state
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+class _LazyWriter:
+    """Creates ``--out`` and its RecordWriter when the first row arrives: a failed run touches nothing."""
+
+    def __init__(self, out: Path, env_fn) -> None:
+        self.out, self._env_fn, self._writer = out, env_fn, None
+        self.rows: list = []
+
+    def write(self, record) -> None:
+        if self._writer is None:
+            from gpucomm.records import RecordWriter
+
+            self._writer = RecordWriter(self.out, self._env_fn())
+        self._writer.write(record)
+        self.rows.append(record)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,47 +180,117 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from gpucomm.train.config import ConfigError
-    from gpucomm.train.models import ModelError
+    from gpucomm.train.models import ModelError, load_workload
+    from gpucomm.train.plan import resolve
 
     console = Console(stderr=False)
-    try:
-        config = config_from_args(args)
-    except (TypeError, ValueError) as exc:
-        print(f"gpucomm train: {exc}", file=sys.stderr)
-        return 2
-    try:
-        return _execute(config, console, report=not args.no_report)
-    except (ConfigError, ModelError) as exc:
-        print(f"gpucomm train: {exc}", file=sys.stderr)
-        return 2
+    with _interrupts() as interrupted:
+        try:
+            try:
+                config = config_from_args(args)
+                plans = resolve(config)
+                workload = load_workload(config.model, seed=config.seed, seq_len=config.seq_len)
+            except (TypeError, ValueError) as exc:  # ConfigError and ModelError included
+                print(f"gpucomm train: error: {exc}", file=sys.stderr)
+                return 2
+            writer = _LazyWriter(config.out, lambda: _env(config))
+            try:
+                return _execute(config, plans, workload, console, writer, report=not args.no_report)
+            except (ConfigError, ModelError) as exc:
+                print(f"gpucomm train: error: {exc}", file=sys.stderr)
+                return 2
+            except KeyboardInterrupt:
+                for s in _EXIT_SIGNAL:  # the handler did this for a signal; a raise from elsewhere too
+                    with contextlib.suppress(ValueError):
+                        signal.signal(s, signal.SIG_IGN)
+                return _interrupted(console, config, writer, interrupted.signum, report=not args.no_report)
+            finally:
+                writer.close()
+        except KeyboardInterrupt:  # before the config existed: nothing to keep
+            print("gpucomm train: interrupted before any row was written", file=sys.stderr)
+            return _EXIT_SIGNAL.get(interrupted.signum, 130)
 
 
-def _execute(config: TrainConfig, console, *, report: bool) -> int:
-    from gpucomm.records import RecordWriter, collect_env
+def _interrupted(console, config, writer: _LazyWriter, signum: int | None, *, report: bool) -> int:
+    name = signal.Signals(signum).name if signum else "SIGINT"
+    kept = len(writer.rows)
+    console.print(f"[yellow]interrupted ({name}): {kept} finished row{'s' * (kept != 1)} kept[/]")
+    writer.close()
+    if kept:
+        _table(console, writer.rows, config)
+        console.print(f"records: {config.out / 'records.jsonl'}")
+        if report:
+            _report(console, config.out)
+    return _EXIT_SIGNAL.get(signum, 130)
+
+
+def _env(config):
+    from gpucomm.records import collect_env
+
+    return collect_env(config.device_type, extra=_extra(config))
+
+
+def _execute(config, plans, workload, console, writer: _LazyWriter, *, report: bool) -> int:
     from gpucomm.train import compare
 
     launched = compare.under_launcher()
     lead = not launched or _is_rank0()
     if launched and lead:
-        console.print("[yellow]under torchrun/SLURM only per-process strategies (ddp) run; the others need "
-                      "every device in one process[/]")
-    writer = RecordWriter(config.out, collect_env(config.device_type, extra=_extra(config))) if lead else None
-    try:
-        if lead:
-            _header(console, config)
-        if launched:
-            cmp = compare.run_launched(config, on_record=writer.write if writer else None)
-        else:
-            with console.status("") as status:
-                cmp = compare.run_comparison(
-                    config, on_record=writer.write if writer else None,
-                    on_start=lambda name: status.update(f"training [bold]{name}[/] ..."))
-    finally:
-        if writer is not None:
-            writer.close()
+        console.print("[yellow]under torchrun/SLURM only the strategies that run in processes (ddp) run; the "
+                      "others need every device in one process[/]")
+    on_record = writer.write if lead else None
+    if lead:
+        _header(console, config)
+    if launched:
+        cmp = compare.run_launched(config, on_record=on_record, plans=plans)
+    else:
+        with _Progress(console, config) as progress:
+            cmp = compare.run_comparison(config, on_record=on_record, on_start=progress.start,
+                                         on_step=progress.step, plans=plans, workload=workload)
     if cmp is None:  # a rank other than 0
         return 0
     return _summarise(console, cmp, config, report=report)
+
+
+class _Progress:
+    """A rich progress bar per strategy: step k of n and an ETA (a spinner while processes start).
+
+    Refreshed by hand, at most twice a second, from the step callback: no refresh thread competes with
+    the training loop for the interpreter while steps are timed.
+    """
+
+    _PERIOD_S = 0.5
+
+    def __init__(self, console, config) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.steps = config.steps
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                  TextColumn("steps"), TimeRemainingColumn(), console=console,
+                                  auto_refresh=False, transient=False)
+        self._tasks: dict[str, int] = {}
+        self._last = 0.0
+
+    def __enter__(self) -> _Progress:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._progress.stop()
+
+    def start(self, name: str) -> None:
+        self._tasks[name] = self._progress.add_task(name, total=self.steps)
+        self._progress.refresh()
+
+    def step(self, name: str, done: int, total: int) -> None:
+        task = self._tasks.get(name)
+        if task is None:
+            return
+        self._progress.update(task, completed=done)
+        now = time.monotonic()
+        if done == total or now - self._last >= self._PERIOD_S:
+            self._last = now
+            self._progress.refresh()
 
 
 def _is_rank0() -> bool:
@@ -143,21 +299,25 @@ def _is_rank0() -> bool:
     return gd.read_env().rank == 0
 
 
-def _extra(config: TrainConfig) -> dict:
+def _extra(config) -> dict:
     return {"strategies": list(config.strategies), "model": config.model, "steps": config.steps,
             "warmup_steps": config.warmup_steps, "global_batch": config.global_batch, "seq_len": config.seq_len,
             "devices": [str(d) for d in config.devices], "nproc": config.nproc, "seed": config.seed,
-            "lr": config.lr, "optimizer": config.optimizer, "precision": config.precision, "bucket_cap_mb": config.bucket_cap_mb,
-            "first_bucket_mb": config.first_bucket_mb, "replicated_threads": config.replicated_threads}
+            "lr": config.lr, "optimizer": config.optimizer, "precision": config.precision,
+            "bucket_cap_mb": config.bucket_cap_mb, "first_bucket_mb": config.first_bucket_mb,
+            "replicated_threads": config.replicated_threads, "graphs": config.graphs}
 
 
-def _header(console, config: TrainConfig) -> None:
+def _header(console, config) -> None:
     from rich.markup import escape
 
     devices = escape(", ".join(str(d) for d in config.devices))
     console.print(f"[bold]gpucomm train[/] model={config.model} global batch={config.global_batch} "
                   f"steps={config.steps} (warmup {config.warmup_steps}) devices={devices} "
                   f"precision={config.resolved_precision()}")
+    if config.model_defaulted and config.device_type == "cpu":
+        console.print("[yellow]no GPU and no --model: using gpt-tiny so that this finishes quickly "
+                      "(pass --model gpt-124m for GPT-2 small)[/]")
     if config.device_type == "cpu":
         console.print("[yellow]CPU devices: every figure below is a CPU number[/]")
     if config.device_type == "cuda" and len(set(config.devices)) < len(config.devices):
@@ -165,14 +325,18 @@ def _header(console, config: TrainConfig) -> None:
                       "but their speed is not meaningful[/]")
 
 
-def _summarise(console, cmp, config: TrainConfig, *, report: bool) -> int:
+def _table(console, records, config) -> None:
     try:
         from gpucomm.report.terminal import train_table
 
-        console.print(train_table(cmp.records, title=f"gpucomm train — {config.model}"))
+        console.print(train_table(records, title=f"gpucomm train — {config.model}"))
     except ImportError:
-        for r in cmp.records:
+        for r in records:
             console.print(f"{r.strategy}: {r.status} {r.samples_per_s} samples/s {r.note}")
+
+
+def _summarise(console, cmp, config, *, report: bool) -> int:
+    _table(console, cmp.records, config)
     for name, eq in cmp.equality.items():
         mark = "[green]equal[/]" if eq.equal else "[red]DIFFERENT[/]"
         run = cmp.runs[name]
@@ -183,9 +347,10 @@ def _summarise(console, cmp, config: TrainConfig, *, report: bool) -> int:
     for r in cmp.records:
         if r.status == "failed":
             console.print(f"[red]{r.strategy} failed:[/] {r.note}")
-    console.print(f"records: {config.out / 'records.jsonl'}")
-    if report:
-        _report(console, config.out)
+    if cmp.records:
+        console.print(f"records: {config.out / 'records.jsonl'}")
+        if report:
+            _report(console, config.out)
     return 1 if cmp.failed else 0
 
 

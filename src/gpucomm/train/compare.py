@@ -23,10 +23,16 @@ difference and the parameter difference are both within the tolerance
 
 Timing statistics leave out the first ``warmup_steps`` steps; samples/s is the median over timed
 steps of ``global_batch / step time``; scaling efficiency is ``samples/s / (n_devices × single's)``.
+How steps, GPU time and host time are measured: :mod:`gpucomm.train.loop`.
+
+A strategy that does not fit (CUDA out of memory, or the host's ``MemoryError``) becomes a "failed" row
+whose note names the strategy, model, per-device batch and the memory the device had; its memory is
+released and the next strategy runs.
 """
 
 from __future__ import annotations
 
+import gc
 import math
 import statistics
 import traceback
@@ -38,12 +44,14 @@ import torch
 
 from gpucomm.records import TrainRecord
 from gpucomm.train.config import TOLERANCES, ConfigError, TrainConfig
-from gpucomm.train.loop import RunResult, run_strategy
+from gpucomm.train.loop import RunResult, median_phases, run_strategy
 from gpucomm.train.models import Workload, load_workload
-from gpucomm.train.strategies import get
+from gpucomm.train.plan import PlannedStrategy, resolve
 
-__all__ = ["Comparison", "Equality", "compare_runs", "run_comparison", "run_launched", "strategy_devices",
-           "under_launcher"]
+__all__ = ["Comparison", "Equality", "compare_runs", "run_comparison", "run_launched", "under_launcher"]
+
+StepCallback = Callable[[str, int, int], None]
+"""``(strategy name, steps done, total steps)``: progress of the strategy running in this process."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -108,64 +116,82 @@ def compare_runs(run: RunResult, reference: RunResult, tolerance: float) -> Equa
                     worst_param=worst_param, tolerance=tolerance)
 
 
-def strategy_devices(name: str, config: TrainConfig) -> list[torch.device]:
-    """The devices a strategy trains on: single the first, ddp one per rank, the others all of them."""
-    if name == "single":
-        return config.devices[:1]
-    if get(name).per_process:
-        return config.ddp_devices()
-    return list(config.devices)
+def _oom_message(plan: PlannedStrategy, config: TrainConfig, exc: BaseException) -> str:
+    per_device = config.global_batch // max(1, len(plan.devices))
+    where = f"strategy {plan.name!r}, model {config.model!r}, per-device batch {per_device}"
+    if config.device_type == "cuda":
+        device = plan.devices[0]
+        try:
+            free, total = torch.cuda.mem_get_info(device)
+            peak = torch.cuda.max_memory_allocated(device)
+            had = (f"{device} has {total / 2**30:.1f} GiB ({free / 2**30:.1f} GiB free now); "
+                   f"the run reached {peak / 2**30:.1f} GiB allocated")
+        except (RuntimeError, AssertionError):
+            had = f"{device}'s memory could not be read"
+        return f"out of GPU memory: {where}; {had}; lower --global-batch or --seq-len, or use more devices"
+    return (f"out of host memory ({type(exc).__name__}): {where}; lower --global-batch or --seq-len, "
+            f"or free host memory")
 
 
-def _check_divisible(config: TrainConfig) -> None:
-    for name in config.strategies:
-        n = len(strategy_devices(name, config))
-        if config.global_batch % n:
-            raise ConfigError(f"--global-batch {config.global_batch} does not divide by the {n} devices of "
-                             f"strategy {name!r}; choose a multiple of {n}")
+def _is_oom(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    oom = getattr(torch.cuda, "OutOfMemoryError", None)
+    if oom is not None and isinstance(exc, oom):
+        return True
+    return "CUDA out of memory" in str(exc) or "OutOfMemoryError" in str(exc)
 
 
-def _run(name: str, workload: Workload, config: TrainConfig) -> RunResult:
-    cls = get(name)
-    devices = strategy_devices(name, config)
-    if cls.per_process:
+def _release_memory() -> None:
+    """After a failed run: drop its tensors and give the cached blocks back before the next strategy."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _run(plan: PlannedStrategy, workload: Workload, config: TrainConfig,
+         on_step: Callable[[int, int], None] | None) -> RunResult:
+    if plan.process_group:
         from gpucomm.train.launching import launch_strategy
 
-        return launch_strategy(name, config, len(devices))
-    return run_strategy(cls(config, devices), workload, config)
+        return launch_strategy(plan.name, config, plan.world_size)
+    return run_strategy(plan.cls(config, plan.devices), workload, config, on_step=on_step)
 
 
 def _stats(run: RunResult, config: TrainConfig) -> dict:
     timed = run.step_ms[config.warmup_steps:]
     sps = statistics.median(config.global_batch * 1e3 / t for t in timed)
     comm = run.comm_ms[config.warmup_steps:] if run.comm_ms else None
+    host = statistics.median(run.host_ms) if run.host_ms else None
     return {"samples_per_s": sps, "step_ms_median": statistics.median(timed),
             "step_ms_p90": float(np.percentile(timed, 90)),
-            "comm_ms_median": statistics.median(comm) if comm else None}
+            "comm_ms_median": statistics.median(comm) if comm else None,
+            "host_ms_median": host,
+            "host_ms_per_device": host / max(1, run.devices_driven) if host is not None else None,
+            "gpu_ms_median": statistics.median(run.gpu_ms) if run.gpu_ms else None,
+            "host_breakdown_ms": median_phases(run.host_phases_ms)}
 
 
 def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _notes(run: RunResult, config: TrainConfig, problems: list[str]) -> list[str]:
+def _notes(run: RunResult, config: TrainConfig, plan: PlannedStrategy, problems: list[str]) -> list[str]:
     notes = []
     if len(set(run.devices)) < len(run.devices) and run.devices[0].startswith("cuda"):
         notes.append(f"devices repeat ({', '.join(run.devices)}): exercises the code paths; "
                      f"the speed is not meaningful")
     if config.device_type == "cpu":
-        notes.append("CPU numbers")
-    if run.strategy == "replicated" and run.comm_ms:
-        notes.append("comm = all-reduce GPU time on the first device's comm stream (overlapped or not)"
-                     if config.device_type == "cuda" else "comm = host time inside all-reduce calls")
-    if run.strategy == "replicated" and not config.replicated_threads:
-        notes.append("replicas run one after another (no threads)")
+        notes.append("CPU numbers (step time = host clock; no CUDA events)")
+    elif run.host_ms and run.host_source == "timed steps":
+        notes.append("host time from timed steps: may include waits for a full launch queue")
+    notes.extend(plan.notes)
     notes.extend(problems)
     return notes
 
 
-def _record(run: RunResult, config: TrainConfig, workload: Workload, single: TrainRecord | None,
-            equality: Equality | None) -> TrainRecord:
+def _record(run: RunResult, config: TrainConfig, workload: Workload, plan: PlannedStrategy,
+            single: TrainRecord | None, equality: Equality | None) -> TrainRecord:
     stats = _stats(run, config)
     n = len(run.devices)
     # JSON has no NaN/inf: a diverged loss ends the recorded history and fails the row.
@@ -186,16 +212,18 @@ def _record(run: RunResult, config: TrainConfig, workload: Workload, single: Tra
         max_loss_rel_diff=None if equality is None else _finite(equality.max_loss_rel_diff),
         max_param_rel_diff=None if equality is None else _finite(equality.max_param_rel_diff),
         tolerance=None if equality is None else equality.tolerance,
-        note="; ".join(_notes(run, config, problems)), devices=list(run.devices), **stats,
+        note="; ".join(_notes(run, config, plan, problems)), devices=list(run.devices),
+        graphs=run.graphs, **stats,
     )
 
 
-def _placeholder(name: str, config: TrainConfig, workload: Workload, status: str, note: str) -> TrainRecord:
-    return TrainRecord(strategy=name, model=workload.name, n_devices=len(strategy_devices(name, config)),
-                       world_size=1, device_type=config.device_type, precision=config.resolved_precision(
-                           workload.autocast), global_batch=config.global_batch, seq_len=workload.seq_len,
-                       steps=config.steps, warmup_steps=config.warmup_steps, status=status, note=note,
-                       devices=[str(d) for d in strategy_devices(name, config)])
+def _placeholder(plan: PlannedStrategy, config: TrainConfig, workload: Workload, status: str,
+                 note: str) -> TrainRecord:
+    return TrainRecord(strategy=plan.name, model=workload.name, n_devices=len(plan.devices),
+                       world_size=plan.world_size, device_type=config.device_type,
+                       precision=config.resolved_precision(workload.autocast), global_batch=config.global_batch,
+                       seq_len=workload.seq_len, steps=config.steps, warmup_steps=config.warmup_steps,
+                       status=status, note=note, devices=[str(d) for d in plan.devices])
 
 
 def _tolerance(config: TrainConfig, precision: str) -> float:
@@ -203,31 +231,40 @@ def _tolerance(config: TrainConfig, precision: str) -> float:
 
 
 def run_comparison(config: TrainConfig, *, on_record: Callable[[TrainRecord], None] | None = None,
-                   on_start: Callable[[str], None] | None = None) -> Comparison:
+                   on_start: Callable[[str], None] | None = None, on_step: StepCallback | None = None,
+                   plans: list[PlannedStrategy] | None = None,
+                   workload: Workload | None = None) -> Comparison:
     """Run ``config.strategies`` (single first) and compare each with single.
 
     Args:
         config: the comparison.
         on_record: called with each finished row as soon as it exists (e.g. a RecordWriter's ``write``).
         on_start: called with each strategy's name before it runs (progress display).
+        on_step: called after each step of a strategy run in this process (progress display).
+        plans: the strategies resolved by :func:`gpucomm.train.plan.resolve` (the CLI resolves them
+            once, before anything is created); None resolves them here.
+        workload: the loaded workload (None: loaded here from ``config.model``).
 
     Returns:
         a :class:`Comparison`; strategies that cannot run here have status "not-applicable", those that
-        raised have status "failed" with the error in ``note`` (the others still run).
+        raised (or ran out of memory) have status "failed" with the reason in ``note`` (the others
+        still run).  A ``KeyboardInterrupt`` propagates; the rows already passed to ``on_record`` stay.
 
     Raises:
-        ConfigError: the global batch does not divide by a strategy's device count.
+        ConfigError: an unknown strategy, or a global batch that does not divide by a strategy's devices.
         gpucomm.train.models.ModelError: the model cannot be loaded.
     """
-    _check_divisible(config)
-    workload = load_workload(config.model, seed=config.seed, seq_len=config.seq_len)
+    plans = resolve(config) if plans is None else plans
+    if workload is None:
+        workload = load_workload(config.model, seed=config.seed, seq_len=config.seq_len)
     cmp = Comparison(config=config)
     single: TrainRecord | None = None
-    for name in config.strategies:
+    for plan in plans:
         if on_start is not None:
-            on_start(name)
-        record = _one(name, config, workload, cmp, single)
-        if name == "single" and record.status == "ok":
+            on_start(plan.name)
+        steps = (lambda done, total, name=plan.name: on_step(name, done, total)) if on_step else None
+        record = _one(plan, config, workload, cmp, single, steps)
+        if plan.name == "single" and record.status == "ok":
             single = record
         cmp.records.append(record)
         if on_record is not None:
@@ -235,22 +272,26 @@ def run_comparison(config: TrainConfig, *, on_record: Callable[[TrainRecord], No
     return cmp
 
 
-def _one(name: str, config: TrainConfig, workload: Workload, cmp: Comparison,
-         single: TrainRecord | None) -> TrainRecord:
-    reason = get(name).not_applicable(config)
-    if reason is not None:
-        return _placeholder(name, config, workload, "not-applicable", reason)
+def _one(plan: PlannedStrategy, config: TrainConfig, workload: Workload, cmp: Comparison,
+         single: TrainRecord | None, on_step: Callable[[int, int], None] | None) -> TrainRecord:
+    if plan.not_applicable is not None:
+        return _placeholder(plan, config, workload, "not-applicable", plan.not_applicable)
     try:
-        run = _run(name, workload, config)
+        run = _run(plan, workload, config, on_step)
     except Exception as exc:
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        return _placeholder(name, config, workload, "failed", detail)
-    cmp.runs[name] = run
+        if _is_oom(exc):
+            detail = _oom_message(plan, config, exc)
+        else:
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        del exc
+        _release_memory()
+        return _placeholder(plan, config, workload, "failed", detail)
+    cmp.runs[plan.name] = run
     equality = None
-    if name != "single" and "single" in cmp.runs:
+    if plan.name != "single" and "single" in cmp.runs:
         equality = compare_runs(run, cmp.runs["single"], _tolerance(config, run.precision))
-        cmp.equality[name] = equality
-    return _record(run, config, workload, single, equality)
+        cmp.equality[plan.name] = equality
+    return _record(run, config, workload, plan, single, equality)
 
 
 def under_launcher() -> bool:
@@ -261,9 +302,9 @@ def under_launcher() -> bool:
     return env.source != "none" and env.world_size > 1
 
 
-def run_launched(config: TrainConfig, *, on_record: Callable[[TrainRecord], None] | None = None
-                 ) -> Comparison | None:
-    """Under torchrun/SLURM: run the ``per_process`` strategies of ``config`` (ddp) across the job's ranks.
+def run_launched(config: TrainConfig, *, on_record: Callable[[TrainRecord], None] | None = None,
+                 plans: list[PlannedStrategy] | None = None) -> Comparison | None:
+    """Under torchrun/SLURM: run the strategies of ``config`` that need a process group, across the job.
 
     Strategies that need every device in one process are not run; there is therefore no single
     baseline, and ``equal_to_single`` and scaling efficiency stay None.  Rank 0 returns the
@@ -276,14 +317,15 @@ def run_launched(config: TrainConfig, *, on_record: Callable[[TrainRecord], None
     if config.global_batch % world:
         raise ConfigError(f"--global-batch {config.global_batch} does not divide by the job's {world} ranks; "
                          f"choose a multiple of {world}")
+    plans = resolve(config) if plans is None else plans
     workload = load_workload(config.model, seed=config.seed, seq_len=config.seq_len)
     cmp = Comparison(config=config)
-    for name in (n for n in config.strategies if get(n).per_process):
-        run = run_under_launcher(name, config)
+    for plan in (p for p in plans if p.process_group and p.not_applicable is None):
+        run = run_under_launcher(plan.name, config)
         if run is None:
             continue
-        cmp.runs[name] = run
-        record = _record(run, config, workload, None, None)
+        cmp.runs[plan.name] = run
+        record = _record(run, config, workload, plan, None, None)
         cmp.records.append(record)
         if on_record is not None:
             on_record(record)

@@ -8,17 +8,18 @@ usage error costs nothing and says how to fix it.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from gpucomm.devices import cuda_available, default_devices, parse_devices
+from gpucomm.train.defaults import DEFAULT_MODELS, DEFAULT_STRATEGIES, OPTIMIZERS, PRECISIONS
 
-__all__ = ["OPTIMIZERS", "PRECISIONS", "TOLERANCES", "ConfigError", "TrainConfig", "default_out_dir"]
+__all__ = ["DEFAULT_MODELS", "OPTIMIZERS", "PRECISIONS", "TOLERANCES", "ConfigError", "TrainConfig",
+           "check_out_dir", "default_out_dir", "process_limit"]
 
-PRECISIONS = ("auto", "fp32", "bf16")
-OPTIMIZERS = ("adamw", "sgd")
 
 TOLERANCES: dict[str, float] = {"fp32": 1e-5, "bf16-autocast": 3e-2}
 """Default relative tolerance of ``--assert-equal`` per precision.
@@ -27,7 +28,7 @@ fp32: strategies differ only in summation order (a batch split across devices, g
 by a reduction), which moves fp32 results by a few ulps (~1e-7) per step; 1e-5 leaves room for
 50 steps of that and nothing more.  bf16 autocast: a different per-device batch changes matmul
 shapes and so kernels and accumulation order, and bf16 keeps 8 significant bits (relative rounding
-2^-9 ≈ 2e-3); AdamW turns small gradient differences into parameter differences of order lr per
+unit roundoff 2^-8 ≈ 3.9e-3); AdamW turns small gradient differences into parameter differences of order lr per
 step.  3e-2 accepts that noise and still catches a missed all-reduce or a wrong shard, which move
 the loss by far more within a few steps.  (AdamW is invariant to a constant gradient factor, so a
 wrong averaging factor is caught only with ``optimizer="sgd"``; the tests do that.)
@@ -44,10 +45,49 @@ def default_out_dir() -> Path:
     return Path("gpucomm-results") / stamp
 
 
-def _strategy_names() -> list[str]:
-    from gpucomm.train.strategies import names
+_RANK_BYTES = 512 << 20
+"""Host memory one extra training process costs at least (it imports torch: ~0.4 GiB resident)."""
 
-    return names()
+
+def process_limit() -> int:
+    """The most local processes ``--nproc`` may ask for without ``--allow-many-procs``.
+
+    Four per CPU core (CPU ranks time-share the cores; more only measures the scheduler) and no more
+    than the available memory holds at :data:`_RANK_BYTES` each.
+    """
+    cores = os.cpu_count() or 1
+    limit = 4 * cores
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        limit = min(limit, max(1, available // _RANK_BYTES))
+    except (ValueError, OSError, AttributeError):  # no sysconf here: the core limit alone
+        pass
+    return limit
+
+
+def check_out_dir(out: Path) -> None:
+    """Raise :class:`ConfigError` unless ``out`` can become a results directory; creates nothing.
+
+    ``out`` must be a directory already, or not exist with its nearest existing ancestor a writable
+    directory (a regular file anywhere on the path is refused).  The directory itself is made only
+    when the first row is written, so a run that fails before then leaves nothing behind.
+    """
+    path = Path(out)
+    if path.exists():
+        if not path.is_dir():
+            raise ConfigError(f"--out {str(path)!r}: expected a directory, but it is a file; choose another path")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise ConfigError(f"--out {str(path)!r}: the directory is not writable; choose another path")
+        return
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"--out {str(path)!r}: {str(parent)!r} is a file, not a directory; "
+                                  f"choose a path under a directory")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise ConfigError(f"--out {str(path)!r}: cannot create it under {str(parent)!r} (not writable); "
+                                  f"choose a writable directory")
+            return
 
 
 @dataclass(kw_only=True, slots=True)
@@ -57,10 +97,13 @@ class TrainConfig:
     Every strategy runs with the same seed, initial weights, data and global batch.
     """
 
-    strategies: tuple[str, ...] = ("single", "dp", "replicated", "ddp")
-    """Strategy names, run in this order; ``single`` is added first when missing (it is the baseline)."""
-    model: str = "gpt-124m"
-    """Built-in model name or ``pkg.module:factory``."""
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
+    """Strategy names, run in this order; ``single`` is added first when missing (it is the baseline).
+    Names are checked against the registry by :func:`gpucomm.train.plan.resolve` (not here: the config
+    does not import the strategies, which import it)."""
+    model: str | None = None
+    """Built-in model name or ``pkg.module:factory`` (None: :data:`DEFAULT_MODELS` for the device type;
+    ``model_defaulted`` then says so)."""
     steps: int = 50
     """Optimizer steps per strategy, warmup included."""
     warmup_steps: int = 5
@@ -73,7 +116,14 @@ class TrainConfig:
     """Devices for dp and replicated; ``single`` uses the first, ddp one process per distinct device
     (CUDA) or per entry (CPU).  Empty: every visible GPU, or two CPU devices without one."""
     nproc: int | None = None
-    """DDP world size for a local launch (None: see ``devices``)."""
+    """Processes of a local launch for strategies that run in several (ddp: its world size, one device
+    per process; replicated: N processes each driving ``len(devices) / N`` devices).  None: ddp one per
+    device, replicated one process.  At most :func:`process_limit` unless ``allow_many_procs``."""
+    allow_many_procs: bool = False
+    """Let ``nproc`` exceed :func:`process_limit` (for experts who know the machine holds them)."""
+    graphs: bool = False
+    """Capture each replica's step in CUDA graphs and replay it (``single`` and ``replicated``; CUDA
+    only): the host then launches a step with one call per graph instead of one per kernel."""
     seed: int = 0
     """Seed of the initial weights and of every step's batch."""
     lr: float = 3e-4
@@ -97,6 +147,9 @@ class TrainConfig:
     out: Path | None = None
     """Result directory (None: :func:`default_out_dir`)."""
 
+    model_defaulted: bool = field(default=False, init=False)
+    """True when ``model`` was not given and :data:`DEFAULT_MODELS` chose it."""
+
     def __post_init__(self) -> None:
         self._check_strategies()
         self._check_counts()
@@ -119,17 +172,34 @@ class TrainConfig:
                              f"{len(self.devices)}")
         if self.tolerance is not None and not self.tolerance > 0:
             raise ConfigError(f"--tolerance: expected > 0, but got {self.tolerance}")
+        if self.graphs and self.device_type != "cuda":
+            raise ConfigError("--graphs: CUDA graphs need CUDA devices, but --devices are CPU; leave --graphs out")
+        self._check_nproc()
+        if self.model is None:
+            self.model, self.model_defaulted = DEFAULT_MODELS[self.device_type], True
+        elif not isinstance(self.model, str) or not self.model:
+            raise ConfigError(f"--model: expected a built-in name or 'pkg.module:factory', but got {self.model!r}")
         if self.out is not None:
             self.out = Path(self.out)
+            check_out_dir(self.out)
+
+    def _check_nproc(self) -> None:
+        if self.nproc is None:
+            return
+        limit = process_limit()
+        if self.nproc > limit and not self.allow_many_procs:
+            raise ConfigError(f"--nproc {self.nproc}: this machine holds at most {limit} training processes "
+                              f"({os.cpu_count()} cores, 4 per core, ~0.5 GiB each); lower --nproc, or pass "
+                              f"--allow-many-procs if you know it holds more")
+        if self.device_type == "cuda" and self.nproc > len(self.devices):
+            raise ConfigError(f"--nproc {self.nproc}: every process needs a device, but --devices lists "
+                              f"{len(self.devices)}; lower --nproc or list more devices")
 
     def _check_strategies(self) -> None:
         if isinstance(self.strategies, str):
             self.strategies = tuple(s.strip() for s in self.strategies.split(",") if s.strip())
-        valid = _strategy_names()
-        unknown = [s for s in self.strategies if s not in valid]
-        if unknown or not self.strategies:
-            raise ConfigError(f"--strategies: unknown strategy {', '.join(map(repr, unknown)) or '(none given)'}; "
-                             f"valid names are: {', '.join(valid)}")
+        if not self.strategies or not all(isinstance(s, str) and s for s in self.strategies):
+            raise ConfigError(f"--strategies: expected comma-separated strategy names, but got {self.strategies!r}")
         ordered = dict.fromkeys(("single", *self.strategies))  # single first, duplicates dropped
         self.strategies = tuple(ordered)
 
@@ -142,8 +212,9 @@ class TrainConfig:
         if self.warmup_steps >= self.steps:
             raise ConfigError(f"--warmup-steps {self.warmup_steps} leaves no timed step of --steps {self.steps}; "
                              f"use fewer warmup steps or more steps")
-        if self.nproc is not None and self.nproc < 1:
-            raise ConfigError(f"--nproc: expected >= 1, but got {self.nproc}")
+        if self.nproc is not None and (isinstance(self.nproc, bool) or not isinstance(self.nproc, int)
+                                       or self.nproc < 1):
+            raise ConfigError(f"--nproc: expected an integer >= 1, but got {self.nproc!r}")
         if not self.lr > 0:
             raise ConfigError(f"--lr: expected > 0, but got {self.lr}")
         if not (self.bucket_cap_mb > 0 and self.first_bucket_mb > 0):
@@ -160,16 +231,3 @@ class TrainConfig:
         if self.precision == "fp32" or self.device_type != "cuda" or not autocast_capable:
             return "fp32"
         return "bf16-autocast"
-
-    def ddp_devices(self) -> list[torch.device]:
-        """One device per DDP rank: distinct CUDA devices (NCCL allows one rank per GPU), or the CPU list."""
-        if self.device_type == "cuda":
-            devices = list(dict.fromkeys(self.devices))
-        else:
-            devices = list(self.devices)
-        if self.nproc is not None:
-            if self.device_type == "cuda" and self.nproc > len(devices):
-                raise ConfigError(f"--nproc {self.nproc}: DDP needs one distinct GPU per process, but --devices "
-                                 f"names {len(devices)}; lower --nproc or list more GPUs")
-            devices = (devices * self.nproc)[: self.nproc] if self.device_type == "cpu" else devices[: self.nproc]
-        return devices

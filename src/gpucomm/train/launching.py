@@ -1,13 +1,17 @@
-"""Running a ``per_process`` strategy (ddp, and any later one such as FSDP): one process per device.
+"""Running a strategy that ``needs_process_group`` (ddp; replicated with ``--nproc``; any later one).
+
+Strategy-agnostic: nothing here knows a strategy's name.
 
 * On one machine, :func:`launch_strategy` starts ``nprocs`` processes with :func:`gpucomm.dist.launch`
-  (gloo on CPU, NCCL on CUDA, rank ``r`` on ``cuda:r``); :func:`launch_many` runs several trainings
-  in **one** launch (processes cost seconds to start: each imports torch).
+  (gloo on CPU, NCCL on CUDA); :func:`launch_many` runs several trainings in **one** launch
+  (processes cost seconds to start: each imports torch).
 * Under ``torchrun``/SLURM the processes exist already: :func:`run_under_launcher` joins the job's
   group with :func:`gpucomm.dist.init` (or uses one that is already there).
 
-Each rank builds the strategy as ``cls(config, [device], rank=rank, world_size=world)``, runs the
-common loop on its shard of every global batch, and after the last step the ranks combine, with one
+Each rank builds the strategy as ``cls(config, cls.rank_devices(config, local_rank, local_world),
+rank=rank, world_size=world)`` — its equal share of ``cls.devices_needed(config)`` (one device for
+ddp, several for a multi-device-per-process strategy) — runs the common loop on every global batch
+(the strategy takes its shard), and after the last step the ranks combine, with one
 collective each and outside the timing: the loss history (mean of the ranks' shard losses, i.e. the
 global-batch loss) and every rank's peak memory.  Step times are rank 0's.  Rank 0 returns the
 result; its parameters travel as ``torch.save`` bytes, because tensors sent through a pipe are
@@ -27,6 +31,7 @@ from gpucomm.train.config import TrainConfig
 from gpucomm.train.loop import RunResult, run_strategy
 from gpucomm.train.models import load_workload
 from gpucomm.train.strategies import get
+from gpucomm.train.strategies.base import Strategy
 
 __all__ = ["launch_many", "launch_strategy", "rank_worker", "run_under_launcher", "state_from_bytes"]
 
@@ -54,6 +59,16 @@ def state_from_bytes(data: bytes) -> dict[str, torch.Tensor]:
     return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
 
 
+def _build(cls: type[Strategy], config: TrainConfig, rank: int, world: int) -> Strategy:
+    """This rank's strategy on its share of the devices (by local rank: under torchrun, per node)."""
+    import gpucomm.dist as gd
+
+    env = gd.read_env()
+    local_rank, local_world = (env.local_rank, env.local_world_size) if env.source != "none" else (rank, world)
+    devices = cls.rank_devices(config, local_rank, local_world)
+    return cls(config, devices, rank=rank, world_size=world)
+
+
 def rank_worker(name: str, config: TrainConfig) -> RunResult | None:
     """Run strategy ``name`` on this rank (the process group exists); rank 0 returns the result.
 
@@ -67,14 +82,14 @@ def rank_worker(name: str, config: TrainConfig) -> RunResult | None:
         # As torchrun does: processes sharing the cores must not each start a thread per core.
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     workload = load_workload(config.model, seed=config.seed, seq_len=config.seq_len)
-    strategy = get(name)(config, [device], rank=rank, world_size=world)
+    strategy = _build(get(name), config, rank, world)
     result = run_strategy(strategy, workload, config, world_size=world)
     result.losses = [v / world for v in _sum_across_ranks(result.losses, device)]
-    if result.peak_mem_bytes:
-        slots = [0.0] * world
-        slots[rank] = float(result.peak_mem_bytes[0])
-        result.peak_mem_bytes = [int(v) for v in _sum_across_ranks(slots, device)]
-    result.devices = _gather_strings(str(device))
+    if result.peak_mem_bytes:  # every rank's devices, in rank order
+        gathered = _gather_strings(",".join(map(str, result.peak_mem_bytes)))
+        result.peak_mem_bytes = [int(v) for joined in gathered for v in joined.split(",")]
+    result.devices = [d for joined in _gather_strings(",".join(map(str, strategy.devices)))
+                      for d in joined.split(",")]
     if rank != 0:
         return None
     result.state = _state_to_bytes(result.state)  # type: ignore[assignment]

@@ -4,16 +4,11 @@ A :class:`Workload` is everything a strategy needs and nothing it may change: ho
 (deterministically from the seed), how to make step ``s``'s global batch, and how to turn outputs into
 the loss.  Every strategy receives the same workload, so a comparison swaps only the strategy.
 
-Built-in models (``MODELS``):
-
-==============  ======  =====  =====  ======  =====  ============================================
-name            layers  d      heads  vocab   seq    use
-==============  ======  =====  =====  ======  =====  ============================================
-``gpt-tiny``    2       64     4      256     32     CPU tests (about 0.1 M parameters)
-``gpt-124m``    12      768    12     50304   1024   GPT-2 small (124 M with tied embeddings)
-``gpt-350m``    24      1024   16     50304   1024   GPT-2 medium
-``mlp``         4       256    —      —       —      a 4-layer MLP classifier (about 0.3 M)
-==============  ======  =====  =====  ======  =====  ============================================
+Built-in models (``MODELS``): the GPT shapes named in :data:`gpucomm.train.defaults.BUILTIN_GPTS`,
+read from the one model-shape table :mod:`gpucomm.models` (``gpt-tiny``: 2 layers of 64, for CPU
+tests; ``gpt-124m`` and ``gpt-350m``: GPT-2 small and medium), and ``mlp``, a 4-layer MLP classifier
+(about 0.3 M parameters).  Only GPT-2-style shapes (LayerNorm, biases, learned positions, a 4h GELU
+MLP, tied head) can be built here; the table's Llama shapes are for the advisor.
 
 The GPT is nanoGPT's shape: learned positions, pre-LayerNorm blocks, causal attention through
 ``torch.nn.functional.scaled_dot_product_attention``, a 4× GELU MLP, the output head tied to the token
@@ -41,6 +36,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from gpucomm import models as shapes
+from gpucomm.train.defaults import BUILTIN_GPTS
 
 __all__ = [
     "GPT",
@@ -76,9 +74,27 @@ class GPTConfig:
     """Vocabulary size (50304 = GPT-2's 50257 padded to a multiple of 64)."""
     seq_len: int
     """Context length: the largest sequence the position embedding covers."""
+    ffn_hidden: int = 0
+    """MLP inner width (0: ``4 * d_model``, GPT-2's)."""
+
+    @classmethod
+    def from_architecture(cls, arch: shapes.Architecture, seq_len: int | None = None) -> GPTConfig:
+        """The GPT of a :mod:`gpucomm.models` shape; ``seq_len`` overrides its context length.
+
+        Raises:
+            ValueError: the shape is not GPT-2 style (this GPT has no SwiGLU, RMSNorm or rotary positions).
+        """
+        if not (arch.ffn_kind == "gelu-4h" and arch.learned_positions and arch.biases and arch.tied_embeddings
+                and arch.kv_heads == arch.heads):
+            raise ValueError(f"model {arch.name!r}: the built-in GPT builds only GPT-2-style shapes (GELU MLP, "
+                             f"learned positions, biases, tied head, no GQA); write a factory for it")
+        return cls(n_layer=arch.layers, d_model=arch.hidden, n_head=arch.heads, vocab=arch.vocab,
+                   seq_len=arch.seq if seq_len is None else seq_len, ffn_hidden=arch.ffn_hidden)
 
     def __post_init__(self) -> None:
-        for name in ("n_layer", "d_model", "n_head", "vocab", "seq_len"):
+        if not self.ffn_hidden:
+            object.__setattr__(self, "ffn_hidden", 4 * self.d_model)
+        for name in ("n_layer", "d_model", "n_head", "vocab", "seq_len", "ffn_hidden"):
             if getattr(self, name) < 1:
                 raise ValueError(f"GPTConfig.{name}: expected >= 1, but got {getattr(self, name)}")
         if self.d_model % self.n_head:
@@ -96,8 +112,8 @@ class _Block(nn.Module):
         self.qkv = nn.Linear(d, 3 * d)
         self.attn_proj = nn.Linear(d, d)
         self.ln_2 = nn.LayerNorm(d)
-        self.fc = nn.Linear(d, 4 * d)
-        self.mlp_proj = nn.Linear(4 * d, d)
+        self.fc = nn.Linear(d, cfg.ffn_hidden)
+        self.mlp_proj = nn.Linear(cfg.ffn_hidden, d)
 
     def _attention(self, x: torch.Tensor) -> torch.Tensor:
         b, t, d = x.shape
@@ -225,13 +241,7 @@ def _mlp_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float(), targets)
 
 
-_GPT_SHAPES: dict[str, GPTConfig] = {
-    "gpt-tiny": GPTConfig(n_layer=2, d_model=64, n_head=4, vocab=256, seq_len=32),
-    "gpt-124m": GPTConfig(n_layer=12, d_model=768, n_head=12, vocab=50304, seq_len=1024),
-    "gpt-350m": GPTConfig(n_layer=24, d_model=1024, n_head=16, vocab=50304, seq_len=1024),
-}
-
-MODELS: tuple[str, ...] = (*_GPT_SHAPES, "mlp")
+MODELS: tuple[str, ...] = (*BUILTIN_GPTS, "mlp")
 """Built-in model names."""
 
 
@@ -260,12 +270,9 @@ def _builtin(name: str, seed: int, seq_len: int | None) -> Workload:
                              f"leave --seq-len out for mlp")
         return Workload(name=name, build_model=_seeded(seed, MLP), batch_fn=_mlp_batch(256, 16),
                         loss_fn=_mlp_loss, seq_len=None)
-    shape = _GPT_SHAPES[name]
-    if seq_len is not None:
-        if seq_len < 1:
-            raise ModelError(f"--seq-len: expected >= 1, but got {seq_len}")
-        shape = GPTConfig(n_layer=shape.n_layer, d_model=shape.d_model, n_head=shape.n_head,
-                          vocab=shape.vocab, seq_len=seq_len)
+    if seq_len is not None and seq_len < 1:
+        raise ModelError(f"--seq-len: expected >= 1, but got {seq_len}")
+    shape = GPTConfig.from_architecture(shapes.get(name), seq_len)
     return Workload(name=name, build_model=_seeded(seed, lambda: GPT(shape)),
                     batch_fn=gpt_batch(shape.vocab, shape.seq_len), loss_fn=_lm_loss, seq_len=shape.seq_len)
 

@@ -9,11 +9,16 @@ the comparison and the CLI pick it up by name without changes::
     @register
     class FSDPStrategy(Strategy):
         name = "fsdp"
-        per_process = True
+
+        @classmethod
+        def needs_process_group(cls, config): return True
+        @classmethod
+        def world_size(cls, config): return len(cls.devices_needed(config))
         ...
 
-A ``per_process`` strategy is started one process per device (as ``ddp`` is); the others run in the
-calling process on all devices.
+What a strategy says about itself (devices, processes, notes, applicability) is asked once, by
+:func:`gpucomm.train.plan.resolve`; a strategy that ``needs_process_group`` is started under
+torch.distributed (as ``ddp`` is), the others run in the calling process on their devices.
 """
 
 from __future__ import annotations

@@ -1,24 +1,44 @@
 """The strategy interface and the helpers every strategy shares.
 
-A strategy is trained through four methods, the same for every sibling:
+A strategy is trained through these methods, the same for every sibling:
 
 * ``prepare(workload)`` — build the model(s) and optimizer(s) on the strategy's devices (once);
 * ``step(step, batch) -> StepResult`` — one optimizer step on the *global* batch; returns the loss
-  (mean over the global batch, as seen by this process) and communication time where isolated;
+  (mean over the global batch, as seen by this process) **as a device tensor**: the loop reads it
+  only after the timed window, so a step never waits for the device;
 * ``state() -> {name: tensor}`` — the trained parameters, as CPU copies, named as the workload's model
   names them (so strategies compare name by name);
 * ``teardown()`` — release threads, streams, process groups' users; idempotent;
 * ``invariants() -> [str]`` — after training, what the strategy finds wrong with itself (e.g.
   replicas that are not bit-identical); empty when all is well.
 
-``not_applicable(config)`` says, before anything is built, why a strategy cannot run here (e.g. dp on
-CPU); the driver then records status "not-applicable" with that reason instead of faking a run.
+What a strategy says about itself before anything is built (class methods of ``config``; the CLI
+asks them **once** and nobody else dispatches on strategy names):
+
+* ``devices_needed(config)`` — every device it trains on, over all its processes;
+* ``world_size(config)`` — how many processes it runs in (1: in the calling process);
+* ``needs_process_group(config)`` — whether it must run under torch.distributed even at world size 1
+  (ddp); such a strategy is started with :func:`gpucomm.dist.launch` (or joins torchrun's job) and each
+  rank is built as ``cls(config, cls.rank_devices(config, rank, world), rank=rank, world_size=world)``;
+* ``rank_devices(config, rank, world)`` — rank ``rank``'s share of ``devices_needed`` (an equal slice);
+* ``notes(config)`` — what a reader of its row must know (e.g. "replicas run one after another");
+* ``not_applicable(config)`` — why it cannot run here (e.g. dp on CPU), or None; the driver then
+  records status "not-applicable" with that reason instead of faking a run.
+
+Host cost by phase: inside ``step`` a strategy may wrap parts of its work in
+``with self.host_phase("replicate"): ...``; the host seconds of each phase accumulate (thread-safely:
+replica threads may report at once) until the loop takes them with :meth:`Strategy.take_host_phases`
+after each step.  The loop itself measures the host time of the whole ``step()`` call; phases say
+where it went (``TrainRecord.host_breakdown_ms``).  A phase timer is two ``perf_counter`` reads: it
+adds no sync, copy or allocation on the device.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -38,6 +58,7 @@ __all__ = [
     "make_optimizer",
     "parameter_state",
     "peak_memory",
+    "pin",
     "reset_peak_memory",
     "split_batch",
     "synchronize",
@@ -49,8 +70,10 @@ __all__ = [
 class StepResult:
     """What one step reports."""
 
-    loss: float
-    """Loss of the step: the mean over the global batch (for one DDP rank: over its shard)."""
+    loss: torch.Tensor | float
+    """Loss of the step: the mean over the global batch (for one DDP rank: over its shard).  A detached
+    0-dim tensor, left on the device: the loop converts it to a float after the timed window, so that
+    reading it does not make the host wait for the step (``float(t)`` is a sync).  A float is accepted."""
     comm_ms: float | None = None
     """Time spent in communication during the step, where the strategy can isolate it."""
 
@@ -60,19 +83,88 @@ class Strategy(abc.ABC):
 
     name: ClassVar[str]
     """Registry name ("single", "dp", ...)."""
-    per_process: ClassVar[bool] = False
-    """True when the strategy runs one process per device (:mod:`gpucomm.train.launching` starts
-    them); such a class is constructed as ``cls(config, [device], rank=rank, world_size=world)``."""
 
-    def __init__(self, config: TrainConfig, devices: Sequence[torch.device]) -> None:
+    def __init__(self, config: TrainConfig, devices: Sequence[torch.device], *, rank: int = 0,
+                 world_size: int = 1) -> None:
         self.config = config
         self.devices = list(devices)
+        """The devices **this process** drives (``host_ms_per_device`` divides by their count)."""
+        self.rank = rank
+        """This process's rank among the strategy's processes (0 when it runs in one process)."""
+        self.world = world_size
+        """The strategy's process count in this run (the class method ``world_size(config)`` says it up front)."""
         self.precision = "fp32"
+        self.graphs = False
+        """Set True by a strategy whose steps replay CUDA graphs (``config.graphs``); lands in the record as ``TrainRecord.graphs``."""
+        self._phases: dict[str, float] = {}
+        self._phase_lock = threading.Lock()
+
+    # ----- what the strategy says about itself, before anything is built ----------------------------
+    @classmethod
+    def devices_needed(cls, config: TrainConfig) -> list[torch.device]:
+        """Every device the strategy trains on, over all its processes (default: all of ``--devices``).
+
+        A one-device strategy (``single``) returns ``config.devices[:1]``; ddp one device per rank.
+        The global batch must divide by ``len(devices_needed(config))``.
+        """
+        return list(config.devices)
+
+    @classmethod
+    def world_size(cls, config: TrainConfig) -> int:
+        """Processes the strategy runs in (default 1: the calling process drives every device)."""
+        return 1
+
+    @classmethod
+    def needs_process_group(cls, config: TrainConfig) -> bool:
+        """Whether it runs under torch.distributed (launched, or in torchrun's job); default: world size > 1."""
+        return cls.world_size(config) > 1
+
+    @classmethod
+    def rank_devices(cls, config: TrainConfig, rank: int, world: int) -> list[torch.device]:
+        """Rank ``rank``'s devices: slice ``rank`` of ``devices_needed(config)`` cut into ``world`` equal slices.
+
+        Raises:
+            ValueError: the devices do not split evenly over ``world`` ranks.
+        """
+        devices = cls.devices_needed(config)
+        if world < 1 or len(devices) % world:
+            raise ValueError(f"{cls.name}: {len(devices)} devices do not split evenly over {world} processes; "
+                             f"list a multiple of {world} devices or change --nproc")
+        k = len(devices) // world
+        return devices[rank * k:(rank + 1) * k]
+
+    @classmethod
+    def notes(cls, config: TrainConfig) -> list[str]:
+        """What a reader of this strategy's row must know under ``config`` (shown with the row)."""
+        return []
 
     @classmethod
     def not_applicable(cls, config: TrainConfig) -> str | None:
         """Why the strategy cannot run under ``config``, or None when it can."""
         return None
+
+    # ----- host cost by phase ---------------------------------------------------------------------
+    @contextlib.contextmanager
+    def host_phase(self, phase: str) -> Iterator[None]:
+        """Add the host time spent inside the block to ``phase`` for the current step.
+
+        Host time only (``time.perf_counter``): on CUDA the block's kernels are enqueued, not awaited,
+        so this is the Python and launch cost of the phase.  Safe to use from several threads (their
+        times add up, so a phase run by n replica threads reports the sum of their host times).
+        """
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            dt = time.perf_counter() - t0
+            with self._phase_lock:
+                self._phases[phase] = self._phases.get(phase, 0.0) + dt
+
+    def take_host_phases(self) -> dict[str, float]:
+        """The host seconds per phase accumulated since the last call, and reset (the loop calls it per step)."""
+        with self._phase_lock:
+            phases, self._phases = self._phases, {}
+        return phases
 
     def _build_on_first_device(self, workload: Workload) -> nn.Module:
         """The prologue ``single``, ``dp`` and ``ddp`` share: the workload's model on ``devices[0]``.
@@ -87,19 +179,25 @@ class Strategy(abc.ABC):
         self.model = workload.build_model().to(self.device)
         return self.model
 
-    def _plain_step(self, module: nn.Module, batch: tuple[Any, Any]) -> StepResult:
+    def _plain_step(self, module: nn.Module, batch: tuple[Any, Any], *, forward_phase: str | None = "forward"
+                    ) -> StepResult:
         """Forward ``batch`` through ``module`` on ``self.device``, backward, one optimizer step.
 
         The step that ``single``, ``dp`` and ``ddp`` share: they differ only in the module they call
         (the model, its DataParallel wrapper, its DDP wrapper) and in which samples they are given.
+        Host phases "forward" (unless ``forward_phase`` is None: dp reports its own sub-phases),
+        "backward" and "optimizer".  The loss stays on the device (see :class:`StepResult`).
         """
         inputs, targets = (to_device(x, self.device) for x in batch)
-        with autocast(self.device, self.precision):
-            loss = scalar_loss(self.workload.loss_fn(call_model(module, inputs), targets))
-        loss.backward()
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return StepResult(loss=loss.item())
+        with self.host_phase(forward_phase) if forward_phase else contextlib.nullcontext():
+            with autocast(self.device, self.precision):
+                loss = scalar_loss(self.workload.loss_fn(call_model(module, inputs), targets))
+        with self.host_phase("backward"):
+            loss.backward()
+        with self.host_phase("optimizer"):
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        return StepResult(loss=loss.detach())
 
     @abc.abstractmethod
     def prepare(self, workload: Workload) -> None:
@@ -174,6 +272,21 @@ def to_device(x: Any, device: torch.device) -> Any:
         return x.to(device, non_blocking=True)
     if isinstance(x, tuple | list):
         return type(x)(to_device(v, device) for v in x)
+    return x
+
+
+def pin(x: Any) -> Any:
+    """Page-locked copies of a tensor, or a tuple/list of tensors, so that ``to_device`` copies them asynchronously.
+
+    A copy from pageable memory makes the host wait for the stream (CUDA stages it through a bounce
+    buffer); from pinned memory ``non_blocking=True`` only enqueues it.  The loop pins every step's
+    batch before the timed window, as a ``DataLoader(pin_memory=True)`` does for a user's loop.
+    Leaves ``x`` as it is when CUDA is not available (there is nothing to pin for).
+    """
+    if isinstance(x, torch.Tensor):
+        return x.pin_memory() if x.device.type == "cpu" and torch.cuda.is_available() else x
+    if isinstance(x, tuple | list):
+        return type(x)(pin(v) for v in x)
     return x
 
 

@@ -1,7 +1,8 @@
 """``ddp``: ``torch.nn.parallel.DistributedDataParallel``, one process per device.
 
 The processes are started (or, under torchrun/SLURM, joined) by :mod:`gpucomm.train.launching`, as
-for every ``per_process`` strategy; this module only says what one rank does.
+for every strategy that ``needs_process_group``; this module only says what one rank does and which
+devices the ranks take.
 
 Each rank takes shard ``rank`` of the same global batch (split in order), so rank shards are exactly
 the shards ``replicated`` gives its devices.  DDP averages gradients (sum / world size), so the
@@ -15,7 +16,7 @@ from typing import Any
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from gpucomm.train.config import TrainConfig
+from gpucomm.train.config import ConfigError, TrainConfig
 from gpucomm.train.models import Workload
 from gpucomm.train.strategies.base import (
     StepResult,
@@ -32,11 +33,35 @@ class DDPStrategy(Strategy):
     """DDP on this rank's device; ``bucket_cap_mb`` from the config (DDP's default 25 MiB)."""
 
     name = "ddp"
-    per_process = True
 
-    def __init__(self, config: TrainConfig, devices, *, rank: int = 0, world_size: int = 1) -> None:
-        super().__init__(config, devices)
-        self.rank, self.world_size = rank, world_size
+    @classmethod
+    def devices_needed(cls, config: TrainConfig) -> list[torch.device]:
+        """One device per rank: the distinct CUDA devices of ``--devices`` (NCCL allows one rank per GPU),
+        or the CPU list as given; ``--nproc`` takes the first ``nproc`` of them (on CPU it repeats the list).
+
+        Raises:
+            ConfigError: ``--nproc`` asks for more GPUs than ``--devices`` names.
+        """
+        if config.device_type == "cuda":
+            devices = list(dict.fromkeys(config.devices))
+        else:
+            devices = list(config.devices)
+        if config.nproc is None:
+            return devices
+        if config.device_type == "cuda" and config.nproc > len(devices):
+            raise ConfigError(f"--nproc {config.nproc}: DDP needs one distinct GPU per process, but --devices "
+                              f"names {len(devices)}; lower --nproc or list more GPUs")
+        if config.device_type == "cpu":
+            return (devices * config.nproc)[: config.nproc]
+        return devices[: config.nproc]
+
+    @classmethod
+    def world_size(cls, config: TrainConfig) -> int:
+        return len(cls.devices_needed(config))
+
+    @classmethod
+    def needs_process_group(cls, config: TrainConfig) -> bool:
+        return True  # DDP needs its process group even at world size 1
 
     def prepare(self, workload: Workload) -> None:
         self._build_on_first_device(workload)
@@ -45,7 +70,7 @@ class DDPStrategy(Strategy):
         self.optimizer = make_optimizer(self.ddp.parameters(), self.device, self.config)
 
     def step(self, step: int, batch: tuple[Any, Any]) -> StepResult:
-        shard = split_batch(batch, self.world_size, self.config.global_batch)[self.rank]
+        shard = split_batch(batch, self.world, self.config.global_batch)[self.rank]
         return self._plain_step(self.ddp, shard)
 
     def state(self) -> dict[str, torch.Tensor]:

@@ -9,6 +9,13 @@ Autocast state is thread-local and DataParallel's worker threads re-enter autoca
 dtype (float16), not the caller's bf16; torch's AMP notes prescribe autocast *inside* the model's
 forward for DataParallel, which is what :class:`_AutocastForward` does.
 
+Host cost by phase: :class:`_PhasedDataParallel` is ``nn.DataParallel`` with each of its four forward
+phases — ``scatter`` (the inputs), ``replicate`` (the model, every step), ``parallel_apply`` (the
+replicas' forwards, in threads) and ``gather`` (the outputs) — wrapped in the strategy's
+:meth:`~gpucomm.train.strategies.base.Strategy.host_phase`; ``backward`` and ``optimizer`` come from
+the shared step.  The phases call DataParallel's own methods unchanged: what is measured is what
+users run.
+
 DataParallel is CUDA-only: on CPU devices it is reported "not-applicable", never emulated.
 """
 
@@ -45,6 +52,30 @@ class _AutocastForward(nn.Module):
             return self.module(*args)
 
 
+class _PhasedDataParallel(nn.DataParallel):
+    """``nn.DataParallel`` whose scatter, replicate, parallel_apply and gather report host time by phase."""
+
+    def __init__(self, module: nn.Module, phase: Any, **kwargs: Any) -> None:
+        super().__init__(module, **kwargs)
+        self._phase = phase  # the owning strategy's host_phase
+
+    def scatter(self, *args: Any, **kwargs: Any) -> Any:
+        with self._phase("scatter"):
+            return super().scatter(*args, **kwargs)
+
+    def replicate(self, *args: Any, **kwargs: Any) -> Any:
+        with self._phase("replicate"):
+            return super().replicate(*args, **kwargs)
+
+    def parallel_apply(self, *args: Any, **kwargs: Any) -> Any:
+        with self._phase("parallel_apply"):
+            return super().parallel_apply(*args, **kwargs)
+
+    def gather(self, *args: Any, **kwargs: Any) -> Any:
+        with self._phase("gather"):
+            return super().gather(*args, **kwargs)
+
+
 class DataParallelStrategy(Strategy):
     """``nn.DataParallel(model, device_ids=devices, output_device=devices[0])``."""
 
@@ -59,13 +90,13 @@ class DataParallelStrategy(Strategy):
     def prepare(self, workload: Workload) -> None:
         self._build_on_first_device(workload)
         ids = [d.index for d in self.devices]
-        self.dp = nn.DataParallel(_AutocastForward(self.model, self.precision), device_ids=ids,
-                                  output_device=self.device.index)
+        self.dp = _PhasedDataParallel(_AutocastForward(self.model, self.precision), self.host_phase,
+                                      device_ids=ids, output_device=self.device.index)
         self.optimizer = make_optimizer(self.model.parameters(), self.device, self.config)
 
     def step(self, step: int, batch: tuple[Any, Any]) -> StepResult:
         # As users write it: the batch goes to devices[0]; DataParallel scatters it from there.
-        return self._plain_step(self.dp, batch)
+        return self._plain_step(self.dp, batch, forward_phase=None)
 
     def state(self) -> dict[str, torch.Tensor]:
         return parameter_state(self.model)

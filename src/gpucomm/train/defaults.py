@@ -1,0 +1,28 @@
+"""The names and defaults of ``gpucomm train`` that its parser needs, without importing torch.
+
+``gpucomm train --help`` must not import torch (it takes seconds), so the choices its flags offer live
+here, as plain data; :mod:`gpucomm.train.config`, :mod:`gpucomm.train.models` and the strategy registry
+read them from here (one home each) and check them against what they build.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BUILTIN_GPTS", "DEFAULT_MODELS", "DEFAULT_STRATEGIES", "OPTIMIZERS", "PRECISIONS"]
+
+DEFAULT_STRATEGIES: tuple[str, ...] = ("single", "dp", "replicated", "ddp")
+"""What ``gpucomm train`` compares when ``--strategies`` is not given (the registry may hold more)."""
+
+BUILTIN_GPTS: tuple[str, ...] = ("gpt-tiny", "gpt-124m", "gpt-350m")
+"""The shapes of :mod:`gpucomm.models` that the built-in GPT builds (GPT-2 style: LayerNorm, biases,
+learned positions, tied head); the others (Llama's SwiGLU and rotary positions) are for the advisor."""
+
+DEFAULT_MODELS: dict[str, str] = {"cuda": "gpt-124m", "cpu": "gpt-tiny"}
+"""The model used when ``--model`` is not given, by device type: GPT-2 small on GPUs; on a CPU-only
+machine gpt-tiny, so that a run with no flags finishes in seconds (GPT-124M at batch 32 needs about
+20 GiB and minutes per step on two cores)."""
+
+PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")
+"""``--precision``: "auto" (bf16 autocast on CUDA, fp32 on CPU), "fp32", "bf16" (autocast; CUDA only)."""
+
+OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd")
+"""``--optimizer``: AdamW (fused on CUDA) or plain SGD."""
