@@ -1,4 +1,4 @@
-"""The top-level entry point: --version, --help, no command, and `python -m gpucomm`."""
+"""The top-level entry point: --version, --help without torch, one-line usage errors, `python -m gpucomm`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def test_version(capsys):
 
 def test_no_command_is_a_usage_error(capsys):
     assert cli.main([]) == 2
-    assert "usage: gpucomm" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("gpucomm: error:") and "bench" in err[0]
 
 
 def test_unknown_command_exits_2():
@@ -32,3 +33,62 @@ def test_help_lists_every_subcommand():
     out = subprocess.run([sys.executable, "-m", "gpucomm", "--help"], capture_output=True, text=True, check=True)
     for name in cli.SUBCOMMANDS:
         assert name in out.stdout
+
+
+_NO_TORCH = """
+import sys
+from gpucomm.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+heavy = sorted(m for m in ("torch", "numpy", "matplotlib", "jinja2") if m in sys.modules)
+print("HEAVY:" + ",".join(heavy))
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], *([name, "--help"] for name in cli.SUBCOMMANDS)])
+def test_help_imports_no_torch(argv):
+    """Building every parser and printing any help must not import torch (nor numpy, matplotlib, Jinja2)."""
+    out = subprocess.run([sys.executable, "-c", _NO_TORCH, *argv], capture_output=True, text=True, timeout=120)
+    heavy = out.stdout.strip().splitlines()[-1]
+    assert heavy == "HEAVY:", f"gpucomm {' '.join(argv)} imported {heavy[6:]}"
+    assert "usage:" in out.stdout
+
+
+def _options(parser):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _options(sub)
+        elif not isinstance(action, argparse._HelpAction | argparse._VersionAction):
+            yield parser.prog, action
+
+
+def test_every_option_has_help_text():
+    missing = [f"{prog} {'/'.join(a.option_strings) or a.dest}" for prog, a in _options(cli.build_parser())
+               if not a.help]
+    assert not missing, f"options without help: {missing}"
+
+
+@pytest.mark.parametrize("argv", [
+    ["frobnicate"], ["bench", "--no-such-flag"], ["report"], ["topo", "--nope"], ["advise", "--bogus", "1"],
+    ["bench", "-n", "many"],
+])
+def test_usage_errors_are_one_line_and_exit_2(argv, capsys):
+    try:
+        code = cli.main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1, err
+    assert "error:" in err[0] and not err[0].startswith("usage:")
+
+
+def test_unknown_option_names_the_subcommand(capsys):
+    assert cli.main(["report", "x", "--zz"]) == 2
+    assert capsys.readouterr().err.startswith("gpucomm report: error: unrecognized arguments: --zz")

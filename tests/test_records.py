@@ -92,3 +92,48 @@ def test_unwritable_directory_names_out(tmp_path):
 def test_nan_is_refused(tmp_path):
     with R.RecordWriter(tmp_path, R.collect_env("cpu")) as w, pytest.raises(ValueError):
         w.write(_bench(time_us_median=float("nan")))
+
+
+def test_second_writer_on_the_same_directory_is_refused(tmp_path):
+    with R.RecordWriter(tmp_path, R.collect_env("cpu")) as first:
+        with pytest.raises(R.DirectoryBusyError, match="another gpucomm run"):
+            R.RecordWriter(tmp_path, R.collect_env("cpu"))
+        first.write(R.collect_env("cpu"))
+    with R.RecordWriter(tmp_path, R.collect_env("cpu")):  # released on close
+        pass
+    assert len(R.load(tmp_path).env) == 3  # the refused writer wrote nothing
+
+
+def test_lock_holds_across_processes(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys, gpucomm.records as R\n"
+            "try:\n    R.RecordWriter(sys.argv[1], R.collect_env('cpu'))\n"
+            "except R.DirectoryBusyError as e:\n    print('BUSY', e)\n")
+    with R.RecordWriter(tmp_path, R.collect_env("cpu")):
+        out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                             timeout=120)
+    assert out.stdout.startswith("BUSY"), out.stderr
+
+
+@pytest.mark.parametrize(("line", "what"), [
+    (b"\x00\xff binary", "not UTF-8"),
+    (b'{"kind": "env", "n": ' + b"7" * 5000 + b"}", "cannot be read"),
+    (b"[" * 10_000 + b"]" * 10_000, "nested more than"),
+    (b'{"a": "' + b"[" * 100 + b'"}', "unknown record kind"),  # brackets inside a string do not count
+])
+def test_hostile_lines_name_file_and_line(tmp_path, line, what):
+    with R.RecordWriter(tmp_path, R.collect_env("cpu")):
+        pass
+    with open(tmp_path / R.RECORDS_FILE, "ab") as f:
+        f.write(line + b"\n\n" + b'{"kind": "env"}\n')
+    with pytest.raises(R.RecordError, match=what) as exc:
+        R.load(tmp_path)
+    assert f"{R.RECORDS_FILE}:2:" in str(exc.value)
+
+
+def test_collect_env_is_reexported_from_env():
+    from gpucomm import env
+
+    assert R.collect_env is env.collect_env

@@ -11,6 +11,11 @@ Usage::
 Each subcommand lives in its own module, which exposes ``add_parser(subparsers)`` and ``run(args)``;
 this file only registers them.  ``gpucomm <cmd> --help`` is each command's manual.  Exit status: 0 on
 success, 1 when a run failed (wrong results, a floor missed), 2 on a usage error.
+
+Building the parsers imports no torch (each ``add_parser`` is torch-free; ``run`` imports what it
+needs), so ``gpucomm --help`` answers at once.  Every usage error is one line on stderr —
+``gpucomm <cmd>: error: <what>; see gpucomm <cmd> --help`` — with exit status 2: :class:`Parser`
+replaces argparse's usage-plus-error form, and the subcommand parsers inherit it.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections.abc import Sequence
 
 from gpucomm import __version__
 
-__all__ = ["SUBCOMMANDS", "build_parser", "main"]
+__all__ = ["SUBCOMMANDS", "Parser", "build_parser", "main"]
 
 SUBCOMMANDS: dict[str, str] = {
     "bench": "gpucomm.bench.cli",
@@ -33,14 +38,26 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line on stderr and exit status 2.
+
+    argparse prints the whole usage block and then the error (two to four lines); the usage is one
+    ``--help`` away, so the line names it instead.  ``add_subparsers`` builds its sub-parsers with
+    the parent's class, so every subcommand gets this behaviour.
+    """
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gpucomm",
         description="Move tensors between GPUs, measure it honestly, and choose how to train on several.",
     )
     parser.add_argument("--version", action="version", version=f"gpucomm {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for module_name in SUBCOMMANDS.values():
         try:
             module = importlib.import_module(module_name)
@@ -55,9 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen subcommand; returns the process exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # say which command did not know them, not the top level
+        prog = f"gpucomm {args.command}" if args.command else "gpucomm"
+        print(f"{prog}: error: unrecognized arguments: {' '.join(extra)}; see {prog} --help", file=sys.stderr)
+        return 2
     if args.command is None:
-        parser.print_help(sys.stderr)
+        print(f"gpucomm: error: a COMMAND is required ({', '.join(SUBCOMMANDS)}); see gpucomm --help",
+              file=sys.stderr)
         return 2
     module = importlib.import_module(SUBCOMMANDS[args.command])
     return int(module.run(args) or 0)

@@ -1,11 +1,13 @@
 """Result records: one typed record per result row, written as JSON Lines, and the env block.
 
 A result directory holds ``records.jsonl``.  Its first line is an :class:`EnvRecord` (versions,
-devices, topology, NCCL settings, command line); every later line is one result row
+devices, topology, NCCL settings, command line; collected by :func:`gpucomm.env.collect_env`, which
+this module re-exports as ``collect_env``); every later line is one result row
 (:class:`BenchRecord`, :class:`TrainRecord`, :class:`AdviceRecord`, :class:`ScaleRecord`).  Each line carries ``"kind"`` and ``"schema_version"``.
 
 Rows are appended, flushed and fsync'ed one at a time (:class:`RecordWriter`), so a run that is
-interrupted — Ctrl-C, SIGTERM, a crash — keeps every row it finished.  Reports, plots and the
+interrupted — Ctrl-C, SIGTERM, a crash — keeps every row it finished.  A writer holds an exclusive
+lock on its directory for its lifetime, so two runs never interleave rows in one file.  Reports, plots and the
 advisor read records through :func:`load` and nothing else; records are JSON, never pickle.
 
 Units, fixed once: sizes in bytes; times in microseconds (``_us``) or milliseconds (``_ms``) as the
@@ -15,12 +17,9 @@ field name says; bandwidths in GB/s = 10^9 bytes/s per direction (nccl-tests' co
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
+import errno
 import json
 import os
-import platform
-import socket
-import sys
 import types
 import typing
 from collections.abc import Iterable, Iterator
@@ -29,17 +28,18 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 __all__ = [
+    "LOCK_FILE",
     "RECORDS_FILE",
     "AdviceRecord",
     "ScaleRecord",
     "SCHEMA_VERSION",
     "BenchRecord",
+    "DirectoryBusyError",
     "EnvRecord",
     "RecordError",
     "RecordWriter",
     "ResultSet",
     "TrainRecord",
-    "collect_env",
     "load",
     "parse_row",
     "validate_row",
@@ -47,15 +47,16 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 RECORDS_FILE = "records.jsonl"
-
-# Environment variables whose values change what a collective does; recorded in every env block.
-_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_SYMM_MEM_", "NVSHMEM_", "GLOO_", "TORCH_DISTRIBUTED_")
-_ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_MAX_CONNECTIONS", "OMP_NUM_THREADS", "MASTER_ADDR",
-              "MASTER_PORT", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_JOB_ID")
+LOCK_FILE = ".records.lock"
+"""Held (``flock``, exclusive) by the :class:`RecordWriter` writing the directory."""
 
 
 class RecordError(ValueError):
     """A record line that is not valid JSON or does not match the schema."""
+
+
+class DirectoryBusyError(RecordError):
+    """Another run holds the results directory (its :class:`RecordWriter` lock)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -386,21 +387,53 @@ def parse_row(row: dict[str, Any]) -> Record:
     return cls(**{k: v for k, v in row.items() if k not in ("kind", "schema_version")})
 
 
+def _lock(directory: Path) -> int:
+    """Take the exclusive lock on ``directory`` (a ``flock`` on its :data:`LOCK_FILE`); return its fd.
+
+    ``flock`` locks die with their process, so a crashed run never leaves the directory locked.
+    Where ``fcntl`` does not exist (Windows) no lock is taken.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        return os.open(os.devnull, os.O_RDONLY)
+    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise DirectoryBusyError(
+                f"--out {str(directory)!r}: another gpucomm run is writing results there; wait for it to "
+                f"finish or choose another directory") from None
+        raise
+    return fd
+
+
 class RecordWriter:
     """Append records to ``<directory>/records.jsonl``, one flushed and fsync'ed line per record.
 
     The env record is written first, on construction.  Use as a context manager or call
     :meth:`close`; a row that was written before an interruption is on disk whatever happens next.
+
+    Raises:
+        DirectoryBusyError: another writer (in this or another process) holds ``directory``.
+        OSError: ``directory`` cannot be created or written (the message names ``--out``).
     """
 
     def __init__(self, directory: str | os.PathLike[str], env: EnvRecord) -> None:
         self.directory = Path(directory)
+        self._lock = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
+            self._lock = _lock(self.directory)
             self._file = open(self.directory / RECORDS_FILE, "a", encoding="utf-8")
         except OSError as exc:
+            self._unlock()
             raise OSError(f"--out {str(self.directory)!r}: cannot write results there ({exc.strerror}); "
                           f"choose a writable directory") from exc
+        except DirectoryBusyError:
+            raise
         self.path = self.directory / RECORDS_FILE
         self.write(env)
 
@@ -411,8 +444,15 @@ class RecordWriter:
         os.fsync(self._file.fileno())
 
     def close(self) -> None:
+        """Close the file and release the directory."""
         if not self._file.closed:
             self._file.close()
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # closing the descriptor releases the flock
+            self._lock = None
 
     def __enter__(self) -> RecordWriter:
         return self
@@ -458,76 +498,72 @@ def load(*paths: str | os.PathLike[str]) -> ResultSet:
     result = ResultSet()
     for path in _record_files(paths):
         result.sources.append(path)
-        lines = path.read_text(encoding="utf-8").splitlines()
-        for lineno, line in enumerate(lines, 1):
-            if not line.strip():
+        try:
+            lines = path.read_bytes().splitlines()
+        except OSError as exc:
+            raise RecordError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        for lineno, raw in enumerate(lines, 1):
+            if not raw.strip():
                 continue
             try:
-                result.add(parse_row(json.loads(line)))
-            except json.JSONDecodeError as exc:
-                if lineno == len(lines):
+                row = _decode(raw)
+            except RecordError as exc:
+                if lineno == len(lines) and exc.args[0].startswith("not JSON"):
                     continue  # the run was killed while writing its last line
-                raise RecordError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
+                raise RecordError(f"{path}:{lineno}: {exc}") from None
+            try:
+                result.add(parse_row(row))
             except (RecordError, TypeError) as exc:
                 raise RecordError(f"{path}:{lineno}: {exc}") from None
     return result
 
 
-def _versions() -> dict[str, Any]:
-    import torch
-
-    from gpucomm import __version__
-
-    nccl = None
-    if torch.cuda.is_available() and hasattr(torch.cuda, "nccl"):
-        try:
-            v = torch.cuda.nccl.version()
-            nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
-        except Exception:
-            nccl = None
-    return {"gpucomm": __version__, "torch": torch.__version__, "cuda": torch.version.cuda, "nccl": nccl,
-            "python": platform.python_version()}
+_MAX_DEPTH = 32
+"""No record nests deeper than a few levels; deeper input is refused before it can exhaust the stack."""
 
 
-def _cuda_devices() -> list[dict[str, Any]]:
-    import torch
-
-    from gpucomm.devices import cuda_device_count
-
-    out = []
-    for i in range(cuda_device_count()):
-        p = torch.cuda.get_device_properties(i)
-        out.append({"index": i, "name": p.name, "total_memory_bytes": int(p.total_memory),
-                    "capability": f"{p.major}.{p.minor}", "multiprocessors": p.multi_processor_count})
-    return out
-
-
-def _env_vars() -> dict[str, str]:
-    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES}
-
-
-def _topology() -> dict[str, Any]:
+def _decode(raw: bytes) -> Any:
+    """One line's JSON value, or :class:`RecordError` saying in one line what is wrong with it."""
     try:
-        from gpucomm import topology
-    except ImportError:
-        return {}
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"not UTF-8 text (byte {exc.start}); this is not a gpucomm records line") from None
+    if _depth(text) > _MAX_DEPTH:
+        raise RecordError(f"JSON nested more than {_MAX_DEPTH} levels deep; this is not a gpucomm records line")
     try:
-        return topology.collect().to_dict()
-    except Exception as exc:  # topology is informative; its failure must not lose a run
-        return {"error": f"{type(exc).__name__}: {exc}"}
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"not JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer longer than Python converts
+        raise RecordError(f"JSON that cannot be read ({str(exc).split(';')[0][:120]})") from None
 
 
-def collect_env(device_type: str, extra: dict[str, Any] | None = None,
-                command: list[str] | None = None) -> EnvRecord:
-    """The env block for a run on ``device_type`` ("cuda" or "cpu")."""
-    return EnvRecord(
-        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        command=list(sys.argv if command is None else command),
-        versions=_versions(),
-        host={"hostname": socket.gethostname(), "platform": platform.platform(), "cpu_count": os.cpu_count()},
-        devices=_cuda_devices(),
-        device_type=device_type,
-        env_vars=_env_vars(),
-        topology=_topology(),
-        extra=dict(extra or {}),
-    )
+def _depth(text: str) -> int:
+    """The deepest bracket nesting in ``text``, brackets inside strings ignored (a cheap upper bound)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def __getattr__(name: str) -> Any:
+    # collect_env lives in gpucomm.env (which imports this module); re-exported lazily, so no cycle
+    if name == "collect_env":
+        from gpucomm.env import collect_env
+
+        return collect_env
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from report_records import bench, env, write
@@ -29,9 +30,23 @@ def test_markdown_and_html_hold_the_measured_numbers(gpu_report):
         assert text in page, text
 
 
-def test_several_dirs_need_out_dir(gpu_dir, cpu_dir):
-    with pytest.raises(ValueError, match="out_dir"):
-        build([gpu_dir, cpu_dir])
+def test_several_dirs_default_under_gpucomm_results(gpu_dir, cpu_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    paths = build([gpu_dir, cpu_dir])
+    assert paths["markdown"].parent.parent == Path("gpucomm-results")
+
+
+def test_report_files_are_not_written_through_planted_symlinks(tmp_path, gpu_dir):
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    for name in ("report.md", ".report.md.tmp", "report.html", ".report.html.tmp"):
+        (out / name).symlink_to(victim)
+    paths = build(gpu_dir, out)
+    assert victim.read_text() == "keep me"
+    assert not paths["markdown"].is_symlink() and paths["markdown"].read_text().startswith("#")
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp") and not p.is_symlink()]
 
 
 def test_missing_dir_raises_and_writes_nothing(tmp_path):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from report_records import advice_rows, env, write
 
 from gpucomm.cli import main
@@ -22,6 +23,27 @@ def test_bad_dir_is_one_line_and_exit_2(tmp_path, capsys):
     assert len(err) == 1 and "missing" in err[0] and err[0].startswith("gpucomm report: error:")
 
 
-def test_several_dirs_without_out_exit_2(gpu_dir, cpu_dir, capsys):
-    assert main(["report", str(gpu_dir), str(cpu_dir)]) == 2
-    assert "--out" in capsys.readouterr().err
+def test_several_dirs_without_out_go_under_gpucomm_results(gpu_dir, cpu_dir, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", str(gpu_dir), str(cpu_dir)]) == 0
+    (out,) = (tmp_path / "gpucomm-results").iterdir()
+    assert out.name.startswith("report-") and (out / "report.md").is_file()
+    assert str(out.relative_to(tmp_path) / "report.md") in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("content", "what"), [
+    (b"\x00\xff\xfe binary garbage\n", "not UTF-8"),
+    (b'{"kind": "bench", "size": ' + b"9" * 5000 + b"}\n", "cannot be read"),
+    (b"[" * 10_000 + b"]" * 10_000 + b"\n", "nested"),
+])
+def test_hostile_records_are_one_line_naming_file_and_line(tmp_path, capsys, content, what):
+    src = tmp_path / "run"
+    src.mkdir()
+    write(src, env(), [])
+    with open(src / "records.jsonl", "ab") as f:
+        f.write(content + b'{"kind": "env"}\n')  # not the last line: no truncation excuse
+    assert main(["report", str(src), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and what in err[0] and "records.jsonl:2:" in err[0], err
+    assert "Traceback" not in err[0]
+    assert not (tmp_path / "out").exists()

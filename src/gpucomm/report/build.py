@@ -2,19 +2,24 @@
 
 The whole report is rendered in memory first — records loaded and validated, Markdown and HTML text
 and every plot's bytes — and only then written, each file through a temporary name and a rename, so
-a bad record or a rendering error leaves no half-written report behind.
+a bad record or a rendering error leaves no half-written report behind.  The temporary file is
+created exclusively (``O_CREAT | O_EXCL | O_NOFOLLOW``, a random name, mode 0644) in the target
+directory: a file or symlink planted at a predictable name cannot redirect the write elsewhere, and the
+rename replaces the target itself, never what a symlink there points to.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
 from gpucomm.report import content, html, markdown
 from gpucomm.report.runs import load_runs
 
-__all__ = ["build"]
+__all__ = ["build", "default_out_dir"]
 
 
 def _out_dir(result_dirs: Sequence[Path], out_dir: str | os.PathLike[str] | None) -> Path:
@@ -24,14 +29,39 @@ def _out_dir(result_dirs: Sequence[Path], out_dir: str | os.PathLike[str] | None
         return result_dirs[0]
     if len(result_dirs) == 1:
         return result_dirs[0].parent
-    raise ValueError(f"out_dir: required when reporting on several result directories "
-                     f"({len(result_dirs)} given); pass out_dir= (or --out DIR)")
+    return default_out_dir()
+
+
+def default_out_dir() -> Path:
+    """Where a comparison of several result directories goes: ``gpucomm-results/report-<UTC time>``.
+
+    ``gpucomm-results/`` is where bench and train write by default, and ``.gitignore`` covers it.
+    """
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H-%M-%SZ")
+    return Path("gpucomm-results") / f"report-{stamp}"
+
+
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    """Write ``data`` to ``path`` through an exclusively created temporary file and a rename."""
+    for _attempt in range(16):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+        try:
+            fd = os.open(tmp, _FLAGS, 0o644)
+        except FileExistsError:  # astronomically unlikely; pick another name
+            continue
+        break
+    else:
+        raise FileExistsError(f"could not create a temporary file next to {path}")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def build(result_dirs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
@@ -41,13 +71,14 @@ def build(result_dirs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     Args:
         result_dirs: result directories (or ``records.jsonl`` files).  Several compare machines or
             versions; each is labelled by its env block (hostname, device, torch version, date).
-        out_dir: where to write; default the single result directory.  Required with several.
+        out_dir: where to write; default the single result directory, or
+            :func:`default_out_dir` for several.
 
     Returns:
         ``{"markdown": report.md, "html": report.html, "plots/<name>.png": …, "plots/<name>.svg": …}``.
 
     Raises:
-        ValueError: no result directory, or several without ``out_dir``.
+        ValueError: no result directory.
         gpucomm.records.RecordError: a directory that does not exist, holds no records or a bad line.
         OSError: ``out_dir`` cannot be written.
     """

@@ -6,11 +6,13 @@ Usage::
 
 Reads ``records.jsonl`` in each DIR (written by ``gpucomm bench``, ``train`` or ``advise``) and writes
 ``report.md``, ``report.html`` (self-contained: opens from disk, plots inlined) and ``plots/*.png|svg``
-into OUT — by default the single DIR; OUT is required when several DIRs are compared.  Each DIR is
+into OUT — by default the single DIR, or ``gpucomm-results/report-<UTC time>/`` when several DIRs are
+compared.  Each DIR is
 labelled by its env block (hostname, device, torch version, date).  Prints the paths written.
 
-Exit status: 0 written; 2 usage error (a DIR that does not exist or holds no valid records, several
-DIRs without --out, an OUT that cannot be written).  Nothing is written on error.
+Exit status: 0 written; 2 usage error (a DIR that does not exist or holds no valid records, an OUT
+that cannot be written): one line on stderr naming the file and line at fault.  Nothing is written on
+error.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                    description=doc.split("\n\n")[0],
                                    formatter_class=argparse.RawDescriptionHelpFormatter,
                                    epilog="\n\n".join(doc.split("\n\n")[1:]))
-    parser.add_argument("dirs", nargs="+", metavar="DIR", help="result directory (or records.jsonl file)")
+    parser.add_argument("dirs", nargs="+", metavar="DIR",
+                        help="result directory written by gpucomm bench, train or advise (or a records.jsonl file)")
     parser.add_argument("--out", metavar="OUT", default=None,
-                        help="where to write report.md, report.html and plots/ (default: the single DIR)")
+                        help="where to write report.md, report.html and plots/ (default: the single DIR; "
+                             "several DIRs: gpucomm-results/report-<UTC time>/)")
     return parser
 
 
