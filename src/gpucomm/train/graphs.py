@@ -219,8 +219,8 @@ def capture(fn: Callable[[], None], *, device: torch.device, stream: Any, pool: 
     Raises:
         GraphCaptureError: ``fn`` cannot be captured; the message names ``what`` and the reason.
     """
-    graph = torch.cuda.CUDAGraph()
     try:
+        graph = torch.cuda.CUDAGraph()
         with torch.cuda.device(device), torch.cuda.graph(graph, pool=pool, stream=stream):
             fn()
     except Exception as exc:

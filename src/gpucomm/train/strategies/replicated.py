@@ -82,16 +82,17 @@ from gpucomm.train.strategies.losses import scalar_loss
 __all__ = ["ReplicatedStrategy"]
 
 
-def _prepared(comm: Communicator, method: str, tensors: list[torch.Tensor], /, **kwargs: Any) -> Callable[[], Any]:
-    """``comm.prepare(method, tensors, **kwargs)``: the collective checked once, rerun by calling it.
+def _prepared(comm: Communicator, method: str, tensors: list[torch.Tensor], *args: Any) -> Callable[[], Any]:
+    """``comm.prepare(method, tensors, *args)``: the collective checked once, rerun by calling it.
 
-    A Communicator without ``prepare`` (an implementation of the interface that predates it) gets the
+    Arguments are passed by position: ``op`` is both prepare's first parameter and all_reduce's.  A
+    Communicator without ``prepare`` (an implementation of the interface that predates it) gets the
     plain method bound to the same arguments: the same collective, checked on every call.
     """
     prepare = getattr(comm, "prepare", None)
     if prepare is None:
-        return partial(getattr(comm, method), tensors, **kwargs)
-    return prepare(method, tensors, **kwargs)
+        return partial(getattr(comm, method), tensors, *args)
+    return prepare(method, tensors, *args)
 
 
 def _loss_of(loss_fn: Callable[[Any, Any], torch.Tensor], model: nn.Module, inputs: Any, targets: Any
@@ -230,12 +231,12 @@ class ReplicatedStrategy(Strategy):
         tensors = [buffers[bucket] for buffers in self._buffers]
         local, group = self._local, self._group
         if group is None:
-            return [_prepared(local, "all_reduce", tensors, op="sum")]
+            return [_prepared(local, "all_reduce", tensors, "sum")]
         if local is None:
-            return [_prepared(group, "all_reduce", tensors, op="sum")]
-        return [_prepared(local, "reduce", tensors, root=0, op="sum"),
-                _prepared(group, "all_reduce", tensors[:1], op="sum"),
-                _prepared(local, "broadcast", tensors, root=0)]
+            return [_prepared(group, "all_reduce", tensors, "sum")]
+        return [_prepared(local, "reduce", tensors, 0, "sum"),  # root 0, op
+                _prepared(group, "all_reduce", tensors[:1], "sum"),
+                _prepared(local, "broadcast", tensors, 0)]
 
     def _streams(self) -> None:
         self.distinct = list(dict.fromkeys(self.devices))
