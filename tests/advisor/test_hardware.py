@@ -28,7 +28,8 @@ def test_cpu_gloo_exists_only_via_calibration():
 
 def test_h200_numbers_are_the_reference_figures():
     p = hardware.get("h200-nvswitch")
-    assert p.memory_bytes == 141 * 10**9 and p.memory_bw_gbps == 4800
+    # capacity is what the driver reports usable on our H200 (the train run's env block), not the datasheet's 141 GB
+    assert p.memory_bytes == 150_109_880_320 and p.memory_bw_gbps == 4800
     assert p.intra.bandwidth_gbps == 365.0 and p.inter.bandwidth_gbps == 8 * 48.0
     assert p.peak_flops("bf16-autocast") == p.peak_flops("bf16") == 989.4e12
     assert p.peak_flops("int4") is None
@@ -41,3 +42,30 @@ def test_with_network_swaps_only_the_network():
     assert dataclasses.replace(q, name=p.name, inter=p.inter, sources=p.sources) == p
     with pytest.warns(UserWarning):
         assert hardware.get_network("myrinet") is None
+
+
+def test_h200_capacity_matches_the_committed_env_block():
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "benchmarks/results/train-gpt124m_h200x1_2026-12-02/records.jsonl"
+    env = json.loads(path.read_text().splitlines()[0])
+    totals = [d.get("total_memory_bytes") for d in env["devices"]]
+    assert hardware.get("h200-nvswitch").memory_bytes in totals
+
+
+def test_every_profile_lists_its_sources():
+    text = "\n".join(hardware.describe())
+    for name, p in hardware.PROFILES.items():
+        assert name in text
+        for key in ("peak_tflops", "memory_bytes", "memory_bw_gbps", "intra", "gemm_efficiency"):
+            assert p.sources[key]
+    for name in hardware.NETWORKS:
+        assert name in text
+
+
+def test_issue_profiles_exist():
+    for name in ("a100-nvlink3", "a100-40gb-nvlink3", "h100-nvswitch", "h200-nvswitch", "v100-nvlink2",
+                 "pcie-gen4", "pcie-gen5"):
+        assert hardware.get(name) is not None
+    assert hardware.get("a100-40gb-nvlink3").memory_bytes < hardware.get("a100-nvlink3").memory_bytes

@@ -35,6 +35,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpucomm import collectives
+
 __all__ = [
     "DDP_BUCKET_CAP_BYTES",
     "DDP_FIRST_BUCKET_BYTES",
@@ -55,6 +57,7 @@ __all__ = [
 ]
 
 MiB = 2**20
+_HIERARCHICAL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "scatter", "gather")
 DDP_BUCKET_CAP_BYTES = 25 * MiB
 """DDP's default ``bucket_cap_mb=25`` (torch/nn/parallel/distributed.py; cost-model.md §2)."""
 DDP_FIRST_BUCKET_BYTES = 1 * MiB
@@ -146,27 +149,22 @@ def hierarchical_s(op: str, nbytes: float, g: int, m: int, intra: tuple[float, f
     _check_n(g)
     _check_n(m)
     bi, ai = intra
-    if op in ("broadcast", "reduce"):
-        if m > 1:
-            raise ValueError(f"{op} across machines is not modelled (DataParallel runs on one machine)")
-        return ring_broadcast_s(nbytes, g, bi, ai)
-    if op in ("scatter", "gather"):  # (n-1)/n of S leaves or reaches the root: all_gather's cost
-        op = "all_gather"
-        if m > 1:
-            raise ValueError("scatter/gather across machines is not modelled (DataParallel runs on one machine)")
-    if op not in ("all_reduce", "all_gather", "reduce_scatter"):
-        raise ValueError(f"op: expected all_reduce, all_gather, reduce_scatter, broadcast, reduce, scatter or "
-                         f"gather, but got {op!r}")
-    passes = 2 if op == "all_reduce" else 1
-    intra_bw = passes * (g - 1) / g * nbytes / bi
-    intra_lat = passes * (g - 1) * ai
+    if op not in _HIERARCHICAL_OPS:
+        raise ValueError(f"op: expected one of {', '.join(_HIERARCHICAL_OPS)}, but got {op!r}")
+    if m > 1 and op not in ("all_reduce", "all_gather", "reduce_scatter"):
+        raise ValueError(f"{op} across machines is not modelled (DataParallel runs on one machine)")
+    row = collectives.get(op)
+    size = max(0, int(nbytes))
+    # The collective's own row gives the bytes each participant sends and the sequential ring steps.
+    intra_bw = row.wire_bytes(size, g) / bi
+    intra_lat = row.ring_steps(g) * ai
     if m == 1:
         return intra_bw + intra_lat
     if inter is None:
         raise ValueError(f"m={m} machines but the profile has no inter-node network; pass --network")
     bn, an = inter
-    inter_bw = passes * (m - 1) / m * nbytes / bn
-    steps = 2 * (m - 1) if op == "all_reduce" else m - 1
+    inter_bw = row.wire_bytes(size, m) / bn
+    steps = row.ring_steps(m)
     if op == "all_reduce":
         steps = min(steps, 2 * math.ceil(math.log2(m)))  # tree when cheaper
     lat = intra_lat + steps * an

@@ -68,6 +68,12 @@ class HardwareProfile:
     """The network between machines; None for a single-machine profile."""
     sources: dict[str, str] = field(default_factory=dict)
     """Source of each field above, by field name."""
+    gemm_efficiency: float | None = None
+    """Sustained fraction of ``peak_tflops`` that large GEMMs reach in training; None: the planner's default
+    (:data:`gpucomm.advisor.timing.GEMM_EFFICIENCY`).  Source in ``sources["gemm_efficiency"]``."""
+    attention_efficiency: float | None = None
+    """Sustained fraction of peak of causal flash attention (forward + backward); None: the planner's default
+    (:data:`gpucomm.advisor.timing.ATTENTION_EFFICIENCY`)."""
     calibration: dict | None = None
     """Fitted values from :mod:`calibrate` (collective fits, compute, per-device costs); None when datasheet only."""
 
@@ -121,39 +127,90 @@ NETWORKS: dict[str, Link] = {
 }
 
 
-def _gpu(name: str, description: str, tflops: dict[str, float], tflops_src: str, mem_gb: float,
-         mem_src: str, hbm_gbps: float, hbm_src: str, intra: Link, inter: str | None) -> HardwareProfile:
+GiB = 2**30
+
+
+def _gpu(name: str, description: str, tflops: dict[str, float], tflops_src: str, usable_gib: float,
+         mem_src: str, hbm_gbps: float, hbm_src: str, intra: Link, inter: str | None,
+         gpus_per_node: int = 8, gemm: tuple[float, str] | None = None,
+         attention: tuple[float, str] | None = None) -> HardwareProfile:
     net = NETWORKS[inter] if inter else None
+    eff, eff_src = gemm or (None, "the planner's default GEMM efficiency")
+    att, att_src = attention or (None, "the planner's default flash-attention efficiency")
     return HardwareProfile(
-        name=name, kind="gpu", description=description, peak_tflops=tflops, memory_bytes=int(mem_gb * GB),
-        memory_bw_gbps=hbm_gbps, max_gpus_per_node=8, intra=intra, inter=net,
-        sources={"peak_tflops": tflops_src, "memory_bytes": mem_src, "memory_bw_gbps": hbm_src,
+        name=name, kind="gpu", description=description, peak_tflops=tflops, memory_bytes=int(usable_gib * GiB),
+        memory_bw_gbps=hbm_gbps, max_gpus_per_node=gpus_per_node, intra=intra, inter=net, gemm_efficiency=eff,
+        attention_efficiency=att, sources={"attention_efficiency": att_src,"peak_tflops": tflops_src, "memory_bytes": mem_src, "memory_bw_gbps": hbm_src,
+                 "gemm_efficiency": eff_src,
                  "intra": intra.source, "inter": net.source if net else "single machine"})
 
 
 _HOPPER_TF = {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9}
 _A100_TF = {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}
+_V100_TF = {"fp32": 15.7, "fp16": 125.0}
+_USABLE_80 = ("usable 79.25 GiB: the total capacity PyTorch reports for an 80 GB A100 (CUDA OOM message in "
+              "levihsu/OOTDiffusion#235); 80 GB H100s report the same within 0.2 GiB (assumed)")
+_USABLE_40 = "usable 39.50 GiB: the total capacity PyTorch reports for a 40 GB A100 (TianheWu/CoSeR#10)"
+_HOPPER_GEMM = (0.45, "assumed: Hopper's 989 TFLOP/s dense peak is quoted at boost clock; sustained training "
+                      "GEMMs at 700 W run lower clocks, and published H100 runs reach lower MFU than A100 runs of "
+                      "the same models (LLM Foundry's MPT tables: 37-46% on H100 vs 45-53% on A100). Chosen with "
+                      "those published rows in view — calibrate with your own train records")
+_HOPPER_ATTN = (0.35, "FlashAttention-2 reaches only 35% of an H100's peak (Shah et al. 2024, "
+                       "FlashAttention-3, abstract); FA3 reaches 75% where it is used — calibrate")
+_V100 = "NVIDIA V100 Tensor Core GPU datasheet, SXM2 32 GB (not in reference files)"
+
+NVLINK2 = Link(name="nvlink2-cube-mesh", bandwidth_gbps=120.0, alpha_us=0.98,
+               source="derived: NVLink 2 = 150 GB/s per direction per V100 (6 links x 25 GB/s, datasheet) x 0.8 "
+                      "protocol efficiency as for NVLink 3; alpha assumed as NVLink 4 — calibrate")
 
 PROFILES: dict[str, HardwareProfile] = {p.name: p for p in (
     _gpu("h200-nvswitch", "8x H200 SXM, NVLink 4 + NVSwitch; 8x IB NDR 400G between machines",
-         _HOPPER_TF, _DS_H200, 141, "141 GB HBM3e (ml-engineering compute/accelerator, collective-bench.md §3)",
-         4800, "4.8 TB/s HBM3e (collective-bench.md §3); 4254 GB/s measured copy (measured-h200.md)",
-         NVSWITCH_H, "ib-ndr400x8"),
-    _gpu("h100-nvswitch", "8x H100 SXM, NVLink 4 + NVSwitch; 8x IB NDR 400G between machines",
-         _HOPPER_TF, _DS_H100, 80, "80 GB HBM3 (collective-bench.md §3)",
-         3350, "3.35 TB/s HBM3 (collective-bench.md §3)", NVSWITCH_H, "ib-ndr400x8"),
+         _HOPPER_TF, _DS_H200, 150109880320 / GiB, "usable 150,109,880,320 B = 139.8 GiB, the total memory "
+         "the driver reports on our H200 (env block of benchmarks/results/train-gpt124m_h200x1_2026-12-02/records.jsonl; 141 GB on the datasheet)",
+         4800, "4.8 TB/s HBM3e (collective-bench.md §3); 4254 GB/s measured device copy on our H200",
+         NVSWITCH_H, "ib-ndr400x8", gemm=_HOPPER_GEMM,
+         attention=_HOPPER_ATTN),
+    _gpu("h100-nvswitch", "8x H100 SXM 80GB, NVLink 4 + NVSwitch; 8x IB NDR 400G between machines",
+         _HOPPER_TF, _DS_H100, 79.25, _USABLE_80, 3350, "3.35 TB/s HBM3 (collective-bench.md §3)",
+         NVSWITCH_H, "ib-ndr400x8", gemm=_HOPPER_GEMM,
+         attention=_HOPPER_ATTN),
     _gpu("a100-nvlink3", "8x A100 80GB SXM, NVLink 3 + NVSwitch; 8x IB HDR 200G between machines",
-         _A100_TF, _DS_A100, 80, _DS_A100, 2039, _DS_A100, NVSWITCH_A100, "ib-hdr200x8"),
+         _A100_TF, _DS_A100, 79.25, _USABLE_80, 2039, _DS_A100, NVSWITCH_A100, "ib-hdr200x8"),
+    _gpu("a100-40gb-nvlink3", "8x A100 40GB SXM, NVLink 3 + NVSwitch; 8x IB HDR 200G between machines",
+         _A100_TF, _DS_A100, 39.50, _USABLE_40, 1555, _DS_A100 + ": 1,555 GB/s for the 40 GB part",
+         NVSWITCH_A100, "ib-hdr200x8"),
+    _gpu("v100-nvlink2", "8x V100 SXM2 32GB, NVLink 2 hybrid cube-mesh (DGX-1); 4x IB EDR 100G between machines",
+         _V100_TF, _V100, 31.75, "usable 31.75 GiB: assumed, 32 GB less the same ~0.25 GiB the 80 GB parts lose",
+         900, _V100, NVLINK2, "ib-hdr200x8"),
     _gpu("pcie-gen5", "8x H100 PCIe 80GB on PCIe Gen5, no NVLink; 8x IB NDR 400G between machines",
-         {"fp32": 51.2, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0, "fp8": 1513.0}, _DS_H100P, 80, _DS_H100P,
-         2000, _DS_H100P, PCIE_GEN5, "ib-ndr400x8"),
+         {"fp32": 51.2, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0, "fp8": 1513.0}, _DS_H100P, 79.25, _USABLE_80,
+         2000, _DS_H100P, PCIE_GEN5, "ib-ndr400x8", gemm=_HOPPER_GEMM,
+         attention=_HOPPER_ATTN),
     _gpu("pcie-gen4", "8x A100 PCIe 80GB on PCIe Gen4, no NVLink; 8x IB HDR 200G between machines",
-         _A100_TF, _DS_A100, 80, _DS_A100, 1935, _DS_A100, PCIE_GEN4, "ib-hdr200x8"),
+         _A100_TF, _DS_A100, 79.25, _USABLE_80, 1935, _DS_A100, PCIE_GEN4, "ib-hdr200x8"),
 )}
 
 _CALIBRATION_ONLY = {"cpu-gloo": "a CPU has no datasheet peak; build this profile with "
                                  "`gpucomm advise --calibrate RESULTS_DIR --save-profile cpu.json`, "
                                  "then pass `--profile cpu.json`"}
+
+
+def describe() -> list[str]:
+    """``--list-hardware``: one block per profile and network, every figure with its source."""
+    lines: list[str] = []
+    for p in PROFILES.values():
+        peak = ", ".join(f"{k} {v:g}" for k, v in p.peak_tflops.items())
+        lines += [f"{p.name}: {p.description}",
+                  f"  peak TFLOP/s (dense): {peak} — {p.sources['peak_tflops']}",
+                  f"  memory: {p.memory_bytes / GiB:.2f} GiB usable — {p.sources['memory_bytes']}",
+                  f"  HBM: {p.memory_bw_gbps:g} GB/s — {p.sources['memory_bw_gbps']}",
+                  f"  intra-node: {p.intra.name}, {p.intra.bandwidth_gbps:g} GB/s busbw, alpha {p.intra.alpha_us:g} us"
+                  f" — {p.intra.source}",
+                  f"  network (default): {p.inter.name if p.inter else 'none'}; {p.max_gpus_per_node} GPUs per node"]
+    lines.append("networks (--network):")
+    for link in NETWORKS.values():
+        lines.append(f"  {link.name}: {link.bandwidth_gbps:g} GB/s per node, alpha {link.alpha_us:g} us — {link.source}")
+    return lines
 
 
 def names() -> list[str]:

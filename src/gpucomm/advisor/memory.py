@@ -1,0 +1,140 @@
+"""Memory per GPU of one layout, term by term.
+
+**Model states** (ZeRO, Rajbhandari et al. SC'20): with ``w``, ``g`` bytes per weight and gradient and ``K``
+bytes of optimizer state per parameter (mixed-precision Adam: 2, 2, 12 — fp32 master, two moments), a GPU
+holds the parameters of its pipeline stage split ``tp`` ways, and sharding over the data-parallel group of
+``N = dp x cp`` GPUs divides optimizer state (zero1 and up), gradients (zero2 and up) and weights (zero3,
+fsdp; hsdp shards over the data-parallel GPUs of one machine only).  Stage 0 holds the embedding and the
+first ``ceil(L / pp)`` layers; the last stage the head; the heavier of the two is reported.
+
+**Activations** per layer and micro-batch (Korthikanti et al. 2022, "Reducing Activation Recomputation in
+Large Transformer Models", Sec. 4, 16-bit activations; ``s`` tokens per GPU after context parallel, ``b``
+micro-batch, ``h`` hidden, ``a`` heads, ``t`` tensor parallel with sequence parallel):
+
+* no recomputation: ``s b h (34 + 5 a s / h) / t`` bytes — with flash attention (``flash=True``, the default:
+  every run in the published set after 2022 uses it) the ``5 a s^2 b`` score term is never stored, which is
+  exactly what Korthikanti's *selective* recomputation achieves, so
+* selective: ``34 s b h / t``;
+* full: only each layer's input, ``2 s b h / t``, plus one layer's full working set while it is recomputed.
+
+A 1F1B pipeline's first stage holds ``min(pp, micro-batches)`` micro-batches in flight; the interleaved
+schedule ``(1 + (pp - 1) / (pp vpp))`` times that (Narayanan et al. SC21, Sec. 2.2).
+
+**Logits**: the last stage keeps the micro-batch's logits and their gradient, ``s b V / t`` elements of 2 bytes
+each (bf16; fused or chunked cross-entropy keeps the fp32 temporaries small).
+
+**Buffers**: fsdp/hsdp gather two layers' weights (the current one and the prefetched next) and one layer's
+gradients before the reduce-scatter; DeepSpeed's zero3 caps live parameters at ``stage3_max_live_parameters``
+(1e9) and its reduce bucket at 5e8 elements (its defaults); zero1/zero2 and DDP keep two 25 MiB buckets.
+
+**Reserve**: :data:`RESERVE_BYTES` for the CUDA context, cuBLAS workspaces, NCCL buffers and allocator
+fragmentation — assumed, stated in every output.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpucomm.advisor.layout import Layout
+from gpucomm.models import Architecture
+
+__all__ = ["BUCKET_BYTES", "RESERVE_BYTES", "MemoryTerms", "activation_bytes_per_layer", "memory"]
+
+GiB = 2**30
+RESERVE_BYTES = 3 * GiB
+"""Assumed: CUDA context (~0.5 GiB), cuBLAS/cuDNN workspaces, NCCL channel buffers and caching-allocator
+fragmentation together.  Not from a reference file; calibrate by comparing with a measured peak."""
+BUCKET_BYTES = 2 * 25 * 2**20
+"""Two of DDP's 25 MiB gradient buckets (``bucket_cap_mb=25``; one filling, one in flight)."""
+_ZERO3_LIVE_PARAMS = 1e9
+_ZERO3_REDUCE_BUCKET = 5e8
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MemoryTerms:
+    """Bytes on the most loaded GPU, by term; :attr:`total` is their sum."""
+
+    params: float
+    grads: float
+    optimizer: float
+    activations: float
+    logits: float
+    buffers: float
+    reserve: float
+
+    @property
+    def total(self) -> float:
+        return (self.params + self.grads + self.optimizer + self.activations + self.logits + self.buffers
+                + self.reserve)
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: getattr(self, k) for k in ("params", "grads", "optimizer", "activations", "logits", "buffers",
+                                              "reserve")}
+
+
+def activation_bytes_per_layer(s: float, b: float, h: int, a: int, t: int, ac: str, flash: bool = True) -> float:
+    """One layer's stored activations (Korthikanti et al. 2022; see the module docstring).
+
+    Args:
+        s: tokens of one sequence on this GPU (after context parallel).
+        b: micro-batch (sequences).
+        h, a: hidden size and attention heads.
+        t: tensor-parallel size (with sequence parallel, every term divides by t).
+        ac: "none", "selective" or "full".
+        flash: attention scores are never stored (flash attention): "none" keeps what "selective" keeps.
+    """
+    if ac == "full":
+        return 2 * s * b * h / t
+    if ac == "selective" or flash:
+        return 34 * s * b * h / t
+    return s * b * h * (34 + 5 * a * s / h) / t
+
+
+def shard_size(layout: Layout, gpus_per_node: int) -> int:
+    """GPUs the model states are sharded over: dp x cp, or for hsdp the data-parallel GPUs of one machine."""
+    n = layout.dp * layout.cp
+    if layout.shard == "hsdp":
+        return max(1, min(n, gpus_per_node // layout.tp))
+    return n
+
+
+def memory(arch: Architecture, layout: Layout, *, global_batch: int, seq: int, gpus_per_node: int,
+           weight_bytes: int = 2, grad_bytes: int = 2, optimizer_bytes: int = 12, flash: bool = True,
+           reserve_bytes: float = RESERVE_BYTES) -> MemoryTerms:
+    """The memory terms of ``layout`` on its most loaded GPU (module docstring)."""
+    L = layout
+    per_stage = math.ceil(arch.layers / L.pp)
+    first = arch.embedding_params() + per_stage * arch.layer_params()
+    last = per_stage * arch.layer_params() + arch.norm_params() + (
+        arch.head_params() or (arch.vocab * arch.hidden if L.pp > 1 else 0))  # a tied head is a copy there
+    stage_params = max(first, last) / L.tp
+    n = shard_size(L, gpus_per_node)
+    stage = {"none": 0, "zero1": 1, "zero2": 2}.get(L.shard, 3)
+    params = weight_bytes * stage_params / (n if stage >= 3 else 1)
+    grads = grad_bytes * stage_params / (n if stage >= 2 else 1)
+    optimizer = optimizer_bytes * stage_params / (n if stage >= 1 else 1)
+
+    s = seq / L.cp
+    micro_batches = global_batch // (L.dp * L.mb)
+    in_flight = min(L.pp, micro_batches)
+    if L.vpp > 1:
+        in_flight *= 1 + (L.pp - 1) / (L.pp * L.vpp)
+    per_layer = activation_bytes_per_layer(s, L.mb, arch.hidden, arch.heads, L.tp, L.ac, flash)
+    acts = per_stage * per_layer * in_flight
+    if L.ac == "full":  # the layer being recomputed holds its full working set
+        acts += activation_bytes_per_layer(s, L.mb, arch.hidden, arch.heads, L.tp, "selective", flash)
+    logits = 2 * 2 * s * L.mb * arch.vocab / L.tp
+
+    layer = arch.layer_params() / L.tp
+    if L.shard in ("fsdp", "hsdp"):
+        buffers = (2 * weight_bytes + grad_bytes) * layer
+    elif L.shard == "zero3":
+        buffers = min((2 * weight_bytes + grad_bytes) * layer,
+                      weight_bytes * _ZERO3_LIVE_PARAMS + grad_bytes * _ZERO3_REDUCE_BUCKET)
+    elif L.dp * L.cp > 1:
+        buffers = min(BUCKET_BYTES, grads)
+    else:
+        buffers = 0.0
+    return MemoryTerms(params=params, grads=grads, optimizer=optimizer, activations=acts, logits=logits,
+                       buffers=buffers, reserve=reserve_bytes)

@@ -1,0 +1,215 @@
+"""The planner: evaluate one layout, or search every layout the job allows, and rank them.
+
+Candidates: ``tp`` among the divisors of the heads that fit in a machine; ``pp`` among the divisors of the
+GPU count left (at most the layers); ``cp`` 1, or powers of two up to 8 when a sequence is long enough to
+need it (>= 8192 tokens); ``dp`` what remains (it must divide the global batch); every sharding scheme
+(hsdp only across machines); micro-batches dividing the per-replica batch (up to :data:`MAX_MB`);
+activation checkpointing none, selective, full; ``vpp`` 1, 2, 4 when pipelined.  Keys the user fixed
+(``--layout``) are not searched.  Memory is computed first (it is cheap) and layouts that do not fit are
+not timed unless nothing fits.
+
+Ranking: fitting layouts by predicted tokens/s; the recommendation is the *simplest* layout within
+:data:`TIE_MARGIN` of the fastest (fewest parallel dimensions and features in use: a smaller predicted gain
+is below the model's accuracy and no reason to run a harder setup).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from gpucomm.advisor import layout as lay
+from gpucomm.advisor.hardware import HardwareProfile
+from gpucomm.advisor.layout import Layout
+from gpucomm.advisor.memory import MemoryTerms, memory
+from gpucomm.advisor.timing import StepTime, step_time
+from gpucomm.models import Architecture
+
+__all__ = ["MAX_MB", "TIE_MARGIN", "Job", "Plan", "evaluate", "search", "simplicity"]
+
+MAX_MB = 16
+"""Largest micro-batch searched (sequences); a --layout may give any."""
+TIE_MARGIN = 0.05
+"""Half the advisor's 10% accuracy target: a smaller predicted gain does not justify a harder layout."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Job:
+    """What is trained, on what: the fixed part of every layout's evaluation."""
+
+    arch: Architecture
+    profile: HardwareProfile
+    nodes: int
+    gpus_per_node: int
+    global_batch: int
+    seq: int
+    dtype: str = "bf16"
+    efficiency: float | None = None
+    """A calibrated GEMM efficiency (None: the documented default)."""
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+@dataclass(kw_only=True, slots=True)
+class Plan:
+    """One layout's prediction."""
+
+    layout: Layout
+    memory: MemoryTerms
+    time: StepTime | None
+    capacity: int | None
+    tokens_per_s_per_gpu: float = 0.0
+    mfu: float = 0.0
+    rank: int | None = None
+    reason: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return self.capacity is None or self.memory.total <= self.capacity
+
+
+def simplicity(layout: Layout) -> tuple[int, ...]:
+    """Smaller is simpler: parallel dimensions and features in use, then sizes."""
+    used = ((layout.tp > 1) + (layout.pp > 1) + (layout.cp > 1) + (layout.vpp > 1) + (layout.shard != "none")
+            + (layout.ac != "none"))
+    return (used, layout.pp, layout.tp, layout.cp, lay.SHARDS.index(layout.shard), lay.AC.index(layout.ac),
+            -layout.mb)
+
+
+def _memory(job: Job, layout: Layout) -> MemoryTerms:
+    return memory(job.arch, layout, global_batch=job.global_batch, seq=job.seq, gpus_per_node=job.gpus_per_node)
+
+
+def evaluate(job: Job, layout: Layout) -> Plan:
+    """Memory and time of one layout (checked first: raises :class:`~gpucomm.advisor.layout.LayoutError`)."""
+    lay.check(layout, job.arch, gpus=job.gpus, gpus_per_node=job.gpus_per_node, global_batch=job.global_batch,
+              seq=job.seq, nodes=job.nodes)
+    return _timed(job, Plan(layout=layout, memory=_memory(job, layout), time=None,
+                            capacity=job.profile.memory_bytes))
+
+
+def _timed(job: Job, plan: Plan) -> Plan:
+    t = step_time(job.arch, plan.layout, job.profile, global_batch=job.global_batch, seq=job.seq,
+                  gpus_per_node=job.gpus_per_node, efficiency=job.efficiency, dtype=job.dtype)
+    plan.time = t
+    plan.tokens_per_s_per_gpu = job.global_batch * job.seq / t.step_s / job.gpus
+    peak = job.profile.peak_flops(job.dtype) or float("inf")
+    plan.mfu = job.arch.flops_per_token(job.seq) * plan.tokens_per_s_per_gpu / peak
+    return plan
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def candidates(job: Job, fixed: dict) -> list[Layout]:
+    """Every layout consistent with the ``fixed`` keys that passes :func:`~gpucomm.advisor.layout.check`."""
+    n, g = job.gpus, job.gpus_per_node
+    tps = [fixed["tp"]] if "tp" in fixed else [t for t in _divisors(job.arch.heads) if t <= g and n % t == 0]
+    cps = [fixed["cp"]] if "cp" in fixed else ([1, 2, 4, 8] if job.seq >= 8192 else [1])
+    shards = [fixed["shard"]] if "shard" in fixed else list(lay.SHARDS)
+    acs = [fixed["ac"]] if "ac" in fixed else list(lay.AC)
+    out = []
+    for tp, cp in itertools.product(tps, cps):
+        if n % (tp * cp) or job.seq % cp:
+            continue
+        rest = n // (tp * cp)
+        pps = [fixed["pp"]] if "pp" in fixed else [p for p in _divisors(rest) if p <= job.arch.layers]
+        for pp in pps:
+            if rest % pp:
+                continue
+            dp = rest // pp
+            if ("dp" in fixed and fixed["dp"] != dp) or job.global_batch % dp:
+                continue
+            per_replica = job.global_batch // dp
+            mbs = [fixed["mb"]] if "mb" in fixed else [m for m in _divisors(per_replica) if m <= MAX_MB]
+            vpps = [fixed["vpp"]] if "vpp" in fixed else ([1, 2, 4] if pp > 1 else [1])
+            for shard, mb, ac, vpp in itertools.product(shards, mbs, acs, vpps):
+                if shard != "none" and dp * cp == 1 or shard == "hsdp" and job.nodes < 2:
+                    continue
+                if per_replica % mb or (vpp > 1 and job.arch.layers % (pp * vpp)):
+                    continue
+                out.append(Layout(tp=tp, pp=pp, cp=cp, dp=dp, shard=shard, mb=mb, ac=ac, vpp=vpp))
+    return out
+
+
+def search(job: Job, fixed: dict | None = None, *, top: int = 10) -> list[Plan]:
+    """Rank the layouts consistent with ``fixed``: the recommendation first, then the other fitting ones
+    by predicted tokens/s, up to ``top`` rows in all, then (when nothing fits) the least over-full ones.
+
+    Raises:
+        LayoutError: the fixed keys admit no layout at all (the message says which check failed).
+    """
+    fixed = dict(fixed or {})
+    if all(k in fixed for k in ("tp", "pp", "cp", "dp", "shard", "mb", "ac")):
+        plan = evaluate(job, Layout(**{"vpp": 1, **fixed}))
+        return _rank([plan] if plan.fits else [], [] if plan.fits else [plan])
+    layouts = candidates(job, fixed)
+    if not layouts:
+        # Build the closest layout from the fixed keys to let check() name the broken rule.
+        probe = Layout(**{"tp": 1, "pp": 1, "cp": 1, "shard": "none", "mb": 1, "ac": "none", "vpp": 1, **fixed,
+                          "dp": fixed.get("dp", max(1, job.gpus // (fixed.get("tp", 1) * fixed.get("pp", 1)
+                                                                    * fixed.get("cp", 1))))})
+        lay.check(probe, job.arch, gpus=job.gpus, gpus_per_node=job.gpus_per_node, global_batch=job.global_batch,
+                  seq=job.seq, nodes=job.nodes)
+        raise lay.LayoutError(f"--layout {fixed}: no layout of {job.gpus} GPUs satisfies these keys; leave "
+                              f"more keys to the search")
+    cap = job.profile.memory_bytes
+    plans = [Plan(layout=lo, memory=_memory(job, lo), time=None, capacity=cap) for lo in layouts]
+    fitting = [p for p in plans if p.fits]
+    if fitting:
+        timed = [_timed(job, p) for p in fitting]
+        return _rank(timed, [], top=top)
+    over = sorted(plans, key=lambda p: p.memory.total)[:top]
+    return _rank([], [_timed(job, p) for p in over], top=top)
+
+
+def _gib(x: float) -> str:
+    return f"{x / 2**30:.1f} GiB"
+
+
+def _rank(ok: list[Plan], flagged: list[Plan], *, top: int = 10) -> list[Plan]:
+    ok = sorted(ok, key=lambda p: -p.tokens_per_s_per_gpu)
+    if ok:
+        best = ok[0]
+        close = [p for p in ok if p.tokens_per_s_per_gpu >= best.tokens_per_s_per_gpu * (1 - TIE_MARGIN)]
+        pick = min(close, key=lambda p: simplicity(p.layout))
+        ok.remove(pick)
+        ok = [pick, *ok][:top]
+        pick.reason = ("fastest predicted layout" if pick is best else
+                       f"simplest layout within {TIE_MARGIN:.0%} of the fastest ({best.layout.label()}, "
+                       f"{best.tokens_per_s_per_gpu:,.0f} tokens/s/GPU)") + f"; {_where(pick)}"
+        for p in ok[1:]:
+            p.reason = _loser(p, pick)
+    for i, p in enumerate(ok, 1):
+        p.rank = i
+    for p in flagged:
+        p.rank = None
+        p.reason = (f"does not fit: {_gib(p.memory.total)} > {_gib(p.capacity or 0)} "
+                    f"(largest term: {max(p.memory.as_dict().items(), key=lambda kv: kv[1])[0]})")
+    return ok + flagged
+
+
+def _where(p: Plan) -> str:
+    t = p.time
+    parts = {"compute": t.compute_s, "pipeline bubble": t.bubble_s, "tensor-parallel comm": t.tp_s,
+             "data-parallel comm (exposed)": t.dp_exposed_s, "pipeline p2p": t.p2p_s,
+             "context-parallel comm (exposed)": t.cp_exposed_s}
+    what, sec = max(((k, v) for k, v in parts.items() if k != "compute"), key=lambda kv: kv[1])
+    return f"compute {t.compute_s / t.step_s:.0%} of the step, largest overhead {what} {sec / t.step_s:.0%}"
+
+
+def _loser(p: Plan, best: Plan) -> str:
+    slower = 1 - p.tokens_per_s_per_gpu / best.tokens_per_s_per_gpu
+    a, b = p.time, best.time
+    diffs = {"compute (recomputation, smaller GEMMs)": a.compute_s - b.compute_s,
+             "pipeline bubble": a.bubble_s - b.bubble_s, "tensor-parallel comm": a.tp_s - b.tp_s,
+             "exposed data-parallel comm": a.dp_exposed_s - b.dp_exposed_s, "pipeline p2p": a.p2p_s - b.p2p_s,
+             "exposed context-parallel comm": a.cp_exposed_s - b.cp_exposed_s}
+    what, delta = max(diffs.items(), key=lambda kv: kv[1])
+    if slower <= TIE_MARGIN:
+        return f"within {TIE_MARGIN:.0%} of the recommendation but less simple"
+    return f"{slower:.0%} fewer tokens/s: +{delta * 1e3:,.0f} ms {what} per step"

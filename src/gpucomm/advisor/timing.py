@@ -1,0 +1,253 @@
+"""Time per optimizer step of one layout: compute, tensor/context/pipeline/data-parallel communication.
+
+Physics with few constants, each stated here (they are not fitted to the published runs the advisor is
+checked against; ``gpucomm advise --calibrate`` replaces the compute efficiency with the user's own).
+
+**Compute** of one micro-batch on one pipeline stage (``tokens = mb x seq / cp``):
+
+* attention's FLOPs run at the flash-attention rate (:data:`ATTENTION_EFFICIENCY`, or the profile's);
+* matrix FLOPs: forward ``2 x`` (the stage's layer weights / tp) per token, attention ``2 s h / tp`` per token
+  (``Q K^T`` and ``A V`` under a causal mask: half of the ``4 s h`` a full mask costs), the head ``2 V h / tp``
+  on the last stage; backward twice the forward; full recomputation repeats the layers' forward, selective
+  repeats attention's.  They run at ``peak x GEMM_EFFICIENCY x size_factor`` where
+  ``size_factor = 1 / (1 + GEMM_DIM0 / (h / tp) + GEMM_TOKENS0 / tokens)``: narrow matrices (wide TP, small
+  models) and short micro-batches fill fewer tiles and waves (the default curve calibration replaces);
+* the loss: :data:`LOSS_BYTES_PER_LOGIT` bytes per vocabulary entry per token at the HBM bandwidth (small
+  models spend a visible share of the step here: the logits outnumber a layer's activations);
+* memory-bound work (norms, residuals, activation functions, dropout, rotary, softmax statistics): the
+  stored activations of Korthikanti et al. (34 h bytes per token and layer, / tp with sequence parallel)
+  written in forward and read and written again in backward — ``EW_PASSES x 34 h / tp`` bytes at the HBM
+  bandwidth (one more pass under full recomputation).  This is why an H100 (989 TFLOP/s over 3.35 TB/s)
+  reaches a lower MFU than an A100 (312 over 2.04) on the same model.
+
+**Tensor parallel** (exposed: it sits between dependent matrix multiplies): per layer and micro-batch two
+all-reduces of ``tokens x h`` 16-bit activations forward and two backward (with sequence parallel the same
+bytes as all-gather + reduce-scatter), two more forward under full recomputation, on the intra-node link.
+
+**Context parallel** (ring attention): each layer all-gathers K and V over the cp ranks forward and
+reduce-scatters their gradients backward, overlapped with attention compute; only the excess is exposed.
+
+**Pipeline**: 1F1B with ``m = global_batch / (dp x mb)`` micro-batches runs ``m + (pp - 1) / vpp``
+micro-batch slots (bubble ``(pp - 1) / (m vpp)``, Narayanan et al. SC21 Sec. 2.2); each slot sends the
+stage's output forward and its gradient backward (``tokens x h / tp`` 16-bit values each, scatter/gather
+over the tp ranks' NICs), exposed, across machines when the stage boundary crosses one.
+
+**Data parallel** over ``n = dp x cp`` GPUs (gradients are averaged over context-parallel ranks too),
+hierarchical across machines (:func:`gpucomm.advisor.cost.hierarchical_s`, the GPUs of a machine sharing its
+NICs with the other groups on it):
+
+* ``none``: gradient all-reduce in 25 MiB buckets, overlapped with the last micro-batch's backward;
+* ``zero1``/``zero2``: reduce-scatter overlapped the same way, then an all-gather of the updated 16-bit
+  weights that nothing overlaps;
+* ``zero3``/``fsdp``: per micro-batch, an all-gather of each layer before its forward and again before its
+  backward, and a reduce-scatter of its gradients, prefetched one layer ahead: exposed is the first layer's
+  gather, the last reduce-scatter, and whatever communication exceeds the compute it hides behind;
+* ``hsdp``: fsdp inside a machine; the 1/shard gradient all-reduce across machines overlaps backward.
+
+**Optimizer**: memory-bound, :data:`gpucomm.advisor.cost.OPTIMIZER_BYTES_TOUCHED` bytes per local parameter.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpucomm.advisor import cost
+from gpucomm.advisor.hardware import HardwareProfile
+from gpucomm.advisor.layout import Layout
+from gpucomm.advisor.memory import shard_size
+from gpucomm.models import Architecture
+
+__all__ = ["ATTENTION_EFFICIENCY", "EW_PASSES", "GEMM_DIM0", "GEMM_EFFICIENCY", "GEMM_TOKENS0", "LOSS_BYTES_PER_LOGIT", "StepTime", "size_factor", "step_time"]
+
+GEMM_EFFICIENCY = 0.65
+"""Fraction of the dense datasheet peak that large 16-bit GEMMs sustain in training when a profile states
+none (``HardwareProfile.gemm_efficiency``): clock limits under sustained load, kernel tails, flash attention's
+lower rate.  Large-model runs on A100 reach 56% MFU with selective recomputation after their pipeline
+bubble and tensor-parallel communication (Korthikanti et al. 2022, 530B and 1T rows), so their GEMMs
+sustain about 0.65 of peak.  Assumed; measured records replace it (``--calibrate``)."""
+GEMM_DIM0 = 128.0
+"""Width (elements) at which a GEMM dimension costs one extra tile's worth: 128 is the tile edge of the
+Ampere/Hopper tensor-core kernels, so ``h / tp = 128`` runs at half the large-GEMM rate."""
+GEMM_TOKENS0 = 128.0
+"""The same for the token dimension of a micro-batch (``mb x seq / cp``)."""
+ATTENTION_EFFICIENCY = 0.60
+"""Fraction of peak that causal flash attention (forward + backward) sustains when a profile states none
+(``HardwareProfile.attention_efficiency``): FlashAttention-2 reaches up to 72% of an A100's peak forward +
+backward (Dao 2023, "FlashAttention-2", abstract); causal masking and head dim 128 run below that best case."""
+EW_PASSES = 3.0
+"""Passes of memory-bound traffic over the 34 h stored bytes per token and layer: written forward, read and
+written (as gradient) backward."""
+LOSS_BYTES_PER_LOGIT = 16.0
+"""Softmax cross-entropy over fp32 logits: written (upcast), read for the softmax statistics, the gradient
+written and read by the head's backward — four passes of 4 bytes per logit (vocabulary entry per token)."""
+_ACT_BYTES = 2  # 16-bit activations on the wire (TP, CP, PP)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepTime:
+    """One step on the slowest pipeline stage, seconds."""
+
+    step_s: float
+    compute_s: float
+    """Matrix + memory-bound compute of every micro-batch, recomputation and optimizer included."""
+    tp_s: float
+    cp_exposed_s: float
+    bubble_s: float
+    p2p_s: float
+    dp_exposed_s: float
+    dp_total_s: float
+    optimizer_s: float
+    micro_batches: int
+    efficiency: float
+    """The GEMM efficiency used (fraction of peak)."""
+
+    @property
+    def exposed_comm_s(self) -> float:
+        return self.tp_s + self.cp_exposed_s + self.p2p_s + self.dp_exposed_s
+
+    @property
+    def comm_s(self) -> float:
+        return self.tp_s + self.cp_exposed_s + self.p2p_s + self.dp_total_s
+
+
+def size_factor(h_per_gpu: float, tokens: float) -> float:
+    """The default efficiency curve's shape (see :data:`GEMM_DIM0`)."""
+    return 1.0 / (1.0 + GEMM_DIM0 / h_per_gpu + GEMM_TOKENS0 / tokens)
+
+
+def _links(profile: HardwareProfile) -> tuple[tuple[float, float], tuple[float, float] | None]:
+    intra = (profile.intra.bandwidth_gbps * 1e9, profile.intra.alpha_us * 1e-6)
+    inter = None if profile.inter is None else (profile.inter.bandwidth_gbps * 1e9, profile.inter.alpha_us * 1e-6)
+    return intra, inter
+
+
+def _group_s(profile: HardwareProfile, op: str, nbytes: float, n: int, per_node: int, gpus_per_node: int) -> float:
+    """A collective over ``n`` GPUs placed ``per_node`` to a machine; the machine's NICs are shared by the
+    ``gpus_per_node / per_node`` groups that run at the same time."""
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    g = max(1, min(n, per_node))
+    m = math.ceil(n / g)
+    intra, inter = _links(profile)
+    if m > 1 and inter is not None:
+        inter = (inter[0] * g / gpus_per_node, inter[1])
+    return cost.hierarchical_s(op, nbytes, g, m, intra, inter)
+
+
+def _buckets_s(profile: HardwareProfile, op: str, grads: float, n: int, per_node: int, gpus_per_node: int,
+               window: float) -> tuple[float, float]:
+    """(exposed, total) of DDP-style buckets produced evenly over ``window`` seconds of backward.
+
+    Equal-sized buckets make the finish time of the communication stream ``max_i(ready_i + sum_{j>=i} t_j)``
+    linear in i between the first buckets and the last, so checking the first two and the last bucket gives
+    what :func:`gpucomm.advisor.cost.overlapped_exposed_s` would, without a loop over thousands of buckets.
+    """
+    sizes = cost.bucket_sizes(int(grads)) if grads < 64 * cost.DDP_BUCKET_CAP_BYTES else None
+    if sizes is not None:
+        times = [_group_s(profile, op, s, n, per_node, gpus_per_node) for s in sizes]
+        return cost.overlapped_exposed_s(sizes, times, window), sum(times)
+    first, cap = cost.DDP_FIRST_BUCKET_BYTES, cost.DDP_BUCKET_CAP_BYTES
+    full, last = divmod(grads - first, cap)
+    t_first = _group_s(profile, op, first, n, per_node, gpus_per_node)
+    t_cap = _group_s(profile, op, cap, n, per_node, gpus_per_node)
+    t_last = _group_s(profile, op, last, n, per_node, gpus_per_node) if last else 0.0
+    total = t_first + full * t_cap + t_last
+    ready_first = window * first / grads
+    ready_second = window * (first + cap) / grads
+    end = max(ready_first + total, ready_second + total - t_first, window + (t_last or t_cap))
+    return max(0.0, end - window), total
+
+
+def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, global_batch: int, seq: int,
+              gpus_per_node: int, efficiency: float | None = None, weight_bytes: int = 2,
+              grad_bytes: int = 2, dtype: str = "bf16") -> StepTime:
+    """Predicted step of ``layout`` (module docstring).  ``efficiency`` overrides the GEMM efficiency
+    (a calibrated value); the size factor still applies."""
+    L = layout
+    peak = profile.peak_flops(dtype)
+    if peak is None or not profile.memory_bw_gbps:
+        raise ValueError(f"profile {profile.name!r}: no {dtype} peak or HBM bandwidth to predict a GPU step "
+                         f"from; use a GPU profile (--list-hardware)")
+    h, tp = arch.hidden, L.tp
+    tokens = L.mb * seq / L.cp
+    per_stage = math.ceil(arch.layers / L.pp)
+    m = global_batch // (L.dp * L.mb)
+
+    layer_mm = arch.matmul_params() - arch.vocab * h  # every layer's matrix weights
+    gemm_fwd = 2.0 * layer_mm / arch.layers / tp * tokens * per_stage
+    attn_fwd = 2.0 * seq * h / tp * tokens * per_stage
+    head_fwd = 2.0 * arch.vocab * h / tp * tokens
+    mm = 3 * (gemm_fwd + head_fwd)
+    attn = 3 * attn_fwd
+    ew_bytes = EW_PASSES * 34 * h / tp * tokens * per_stage + LOSS_BYTES_PER_LOGIT * arch.vocab / tp * tokens
+    if L.ac == "full":
+        mm += gemm_fwd
+        attn += attn_fwd
+        ew_bytes += 34 * h / tp * tokens * per_stage
+    elif L.ac == "selective":
+        attn += attn_fwd
+    if efficiency is None:
+        efficiency = profile.gemm_efficiency or GEMM_EFFICIENCY
+    eff = efficiency * size_factor(h / tp, tokens)
+    attn_eff = profile.attention_efficiency or ATTENTION_EFFICIENCY
+    t_mb = mm / (peak * eff) + attn / (peak * attn_eff) + ew_bytes / (profile.memory_bw_gbps * 1e9)
+
+    intra, _ = _links(profile)
+    act = tokens * h * _ACT_BYTES
+    tp_mb = 0.0
+    if tp > 1:
+        per_layer = (6 if L.ac == "full" else 4) * cost.hierarchical_s("all_reduce", act, tp, 1, intra, None)
+        tp_mb = per_layer * per_stage
+    cp_mb = 0.0
+    if L.cp > 1:
+        kv = L.cp * tokens * 2 * arch.kv_dim / tp * _ACT_BYTES  # K and V of the whole sequence
+        ring = 3 * _group_s(profile, "all_gather", kv, L.cp, gpus_per_node // tp, gpus_per_node)
+        cp_mb = max(0.0, ring - 3 * attn_fwd / (peak * attn_eff)) * per_stage
+
+    slot = t_mb + tp_mb + cp_mb
+    bubble = (L.pp - 1) / L.vpp * slot if L.pp > 1 else 0.0
+    p2p = 0.0
+    if L.pp > 1:
+        crosses = tp * L.cp * L.dp >= gpus_per_node and profile.inter is not None
+        bw = (profile.inter.bandwidth_gbps * 1e9 / gpus_per_node) if crosses else intra[0]
+        alpha = profile.inter.alpha_us * 1e-6 if crosses else intra[1]
+        p2p = 2 * L.vpp * (m + L.pp - 1) * (act / tp / bw + alpha)
+
+    # data parallel
+    stage_params = (max(arch.embedding_params() + per_stage * arch.layer_params(),
+                        per_stage * arch.layer_params() + arch.head_params()) / tp)
+    n = L.dp * L.cp
+    per_node = max(1, gpus_per_node // tp)
+    grads = stage_params * grad_bytes
+    bwd_last = (2.0 / 3.0) * t_mb
+    dp_exposed = dp_total = 0.0
+    if n > 1:
+        if L.shard in ("none", "zero1", "zero2"):
+            op = "all_reduce" if L.shard == "none" else "reduce_scatter"
+            dp_exposed, dp_total = _buckets_s(profile, op, grads, n, per_node, gpus_per_node, bwd_last)
+            if L.shard != "none":
+                ag = _group_s(profile, "all_gather", stage_params * weight_bytes, n, per_node, gpus_per_node)
+                dp_exposed += ag
+                dp_total += ag
+        else:
+            shard = shard_size(L, gpus_per_node)
+            g_node = per_node if L.shard != "hsdp" else shard
+            ag = _group_s(profile, "all_gather", stage_params * weight_bytes, shard, g_node, gpus_per_node)
+            rs = _group_s(profile, "reduce_scatter", grads, shard, g_node, gpus_per_node)
+            fwd, bwd = t_mb / 3.0, 2.0 * t_mb / 3.0
+            per_mb = (max(0.0, ag - fwd) + max(0.0, ag + rs - bwd) + (ag + rs) / per_stage)
+            dp_exposed = m * per_mb
+            dp_total = m * (2 * ag + rs)
+            if L.shard == "hsdp" and n > shard:
+                ar = _group_s(profile, "all_reduce", grads / shard, n // shard, 1, gpus_per_node)
+                dp_exposed += max(0.0, ar - bwd)
+                dp_total += ar
+
+    local = stage_params / (shard_size(L, gpus_per_node) if L.shard != "none" else 1)
+    opt = cost.OPTIMIZER_BYTES_TOUCHED["adam"] * local / (profile.memory_bw_gbps * 1e9)
+    compute = m * t_mb + opt
+    step = m * slot + bubble + p2p + dp_exposed + opt
+    return StepTime(step_s=step, compute_s=compute, tp_s=m * tp_mb, cp_exposed_s=m * cp_mb, bubble_s=bubble,
+                    p2p_s=p2p, dp_exposed_s=dp_exposed, dp_total_s=dp_total, optimizer_s=opt, micro_batches=m,
+                    efficiency=eff)
