@@ -125,3 +125,55 @@ def test_parse_op_rejects_unknown():
         C.parse_op("mean")
     with pytest.raises(TypeError, match="expected a str"):
         C.parse_op(3)
+
+
+def test_rows_are_discovered_in_order_with_legends():
+    rows = list(C.COLLECTIVES.values())
+    assert [r.order for r in rows] == sorted(r.order for r in rows)
+    assert C.get("all_reduce").legend == "busbw = algbw × 2(n-1)/n"
+    assert C.get("gather").factor.value == "(n-1)/n"
+    assert str(N.ALL_REDUCE) == "all_reduce" and N("send_recv") is N.SEND_RECV
+
+
+def test_the_table_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, gpucomm.collectives; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def _dist_calls_body() -> list[str]:
+    """Every row's torch.distributed and gpucomm.dist call on this rank; one line per wrong output."""
+    import importlib.util
+    from pathlib import Path
+
+    import torch.distributed as td
+
+    import gpucomm.dist as gd
+
+    path = Path(__file__).parent / "collectives" / "_harness.py"
+    spec = importlib.util.spec_from_file_location("collectives_harness_worker", path)
+    harness = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(harness)
+    rank, n, count = td.get_rank(), td.get_world_size(), 3
+    problems = []
+    for row in C.COLLECTIVES.values():
+        for library, lib in (("torch_distributed", td), ("gpucomm_dist", gd)):
+            if row.calls.get(library) is None:
+                continue
+            for placement in row.placements:
+                for root in (range(n) if row.has_root else (0,)):
+                    got = harness.run_call(row, library, lib, n, count, root, placement, rank=rank,
+                                           participants=[rank], op=C.ReduceOp.SUM if row.reduces else None)
+                    want = row.expected(rank, n, count, root, harness.ListData(n))
+                    if want is not None and got[0] != want:
+                        problems.append(f"{row.name} {library} {placement} root={root}: {got[0]} != {want}")
+    return problems
+
+
+def test_every_rows_process_group_calls_on_gloo():
+    from gpucomm.testing import check_ranks, spawn
+
+    check_ranks(spawn(_dist_calls_body, world_size=3))

@@ -106,7 +106,7 @@ class PreparingCommunicator(ReferenceCommunicator):
 
     prepared = 0
 
-    def prepare(self, op, *args, **kwargs):
+    def prepare(self, op, /, *args, **kwargs):
         type(self).prepared += 1
         method = getattr(self, op)
         return lambda: method(*args, **kwargs)

@@ -1,0 +1,38 @@
+"""The gather row: expected results against values written out by hand (n = 1..8), buffers, calls on CPU."""
+
+from __future__ import annotations
+
+import pytest
+from collectives_harness import ListData, allocate, check_local_calls, x
+
+from gpucomm import collectives
+
+ROW = collectives.get("gather")
+C = 3  # elements in the row's count
+
+
+def test_by_hand_for_three_participants():
+    # inputs: participant 0 holds 1, 2, 3, …; participant 1 holds 101, 102, …; participant 2 holds 201, …
+    assert ROW.expected(0, 3, 2, 0, ListData(3)) == [1, 2, 101, 102, 201, 202]  # concatenated, never stacked
+    assert ROW.expected(1, 3, 2, 0, ListData(3)) is None
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_expected_for_every_participant(n):
+    for root in (0, n - 1):
+        for q in range(n):
+            want = [x(p, i) for p in range(n) for i in range(C)] if q == root else None
+            assert ROW.expected(q, n, C, root, ListData(n)) == want, (n, root, q)
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_buffers(n):
+    inputs, outputs = allocate(ROW, n, C, n - 1, "out-of-place")
+    assert [o is not None for o in outputs] == [p == n - 1 for p in range(n)]
+    assert outputs[n - 1].numel() == n * C and all(i.numel() == C for i in inputs)
+    assert (ROW.ring_steps(n), ROW.wire_bytes(8 * n, n)) == ((n - 1, 8 * (n - 1)) if n > 1 else (0, 0))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 8])
+def test_calls_on_cpu_hold_the_expected_result(n):
+    assert check_local_calls(ROW, n, C) == []
