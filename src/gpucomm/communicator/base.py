@@ -133,8 +133,9 @@ class Communicator(abc.ABC):
 
         ``op`` is the method's name and the rest are the method's own arguments
         (``comm.prepare("all_reduce", grads, op="avg")`` prepares ``comm.all_reduce(grads, op="avg")``).
-        Every check the method makes is made here, with its errors; ``p()`` then skips them all and
-        returns None.  The tensors' contents may change between calls; they must not be resized,
+        Every check the method makes is made here, with its errors; ``p()`` then skips them all
+        (what it returns is not part of the contract: it is whatever the bound kernel returns, so
+        that no wrapper costs a call).  The tensors' contents may change between calls; they must not be resized,
         moved, freed or replaced.  ``graph=True`` (CUDA devices only) captures one call into a
         CUDA graph after warm-up calls, and ``p()`` replays it.
         """
