@@ -1,6 +1,30 @@
-"""``gpucomm advise``: which training strategy to use on given hardware, predicted and explained.
+"""``gpucomm advise``: how to train a model on given hardware — layout, step time, memory — predicted and explained.
 
-Usage::
+Two modes share the flags:
+
+* **the planner** (``--arch``, ``--layout``, or a preset ``gpucomm train`` does not run: llama2-7b/13b/70b,
+  llama3-8b/70b/405b, gpt3-175b) searches tensor/pipeline/context/data parallel sizes, sharding
+  (none, zero1, zero2, zero3, fsdp, hsdp), micro-batch and activation checkpointing, and ranks the layouts
+  that fit by predicted tokens/s per GPU; the recommendation is the simplest layout within 5% of the fastest::
+
+    gpucomm advise --model llama3-8b --hardware h100-nvswitch --gpus 8 --global-batch 16
+    gpucomm advise --model llama3-70b --hardware a100-nvlink3 --nodes 8 --global-batch 64 \\
+        --layout shard=fsdp,ac=full
+    gpucomm advise --arch layers=24,hidden=2048,heads=16,seq=2048 --hardware h100-nvswitch \\
+        --nodes 4 --global-batch 512 --layout tp=1,pp=1,cp=1,dp=32,shard=zero2,mb=16,ac=none --json
+
+  ``--layout tp=..,pp=..,cp=..,dp=..,shard=none|zero1|zero2|zero3|fsdp|hsdp,mb=..,ac=none|selective|full|auto
+  [,vpp=..]`` evaluates exactly that layout; keys left out are searched.  ``--arch layers=..,hidden=..,
+  heads=..[,kv_heads=..,ffn=..,ffn_kind=gelu-4h|swiglu,vocab=..,seq=..,tied=0|1]`` describes a model.
+  ``--json`` prints ``{"advice": [rows, best first]}``; each row has ``layout`` (every key above),
+  ``tokens_per_s_per_gpu``, ``step_time_s``, ``memory_per_gpu_bytes`` and each ``memory_*_bytes`` term,
+  ``memory_capacity_bytes``, ``fits``, ``mfu`` and ``reason``.
+
+* **named strategies** (gpt-tiny, gpt-124m, gpt-350m, mlp, ``--params``, ``--layers/--d-model``): the
+  rows ``gpucomm train`` measures — dp (torch.nn.DataParallel), replicated, ddp, zero1-3, fsdp — on one to
+  64 GPUs.
+
+Usage (named strategies)::
 
     gpucomm advise --hardware h200-nvswitch --gpus 8 --model gpt-124m --global-batch 256
     gpucomm advise --hardware h100-nvswitch --nodes 4 --gpus 8 --layers 32 --d-model 4096 --seq-len 2048
@@ -15,16 +39,20 @@ are flagged, not ranked), exposed-communication share — and a plain-language r
 adds predicted throughput and efficiency from 1 to ``--max-gpus`` GPUs (weak scaling: the per-GPU batch
 ``global_batch / (nodes x gpus)`` stays fixed), as a table, and as a plot (PNG + SVG) when ``--out`` is given.
 
-Hardware: ``--hardware`` names a datasheet profile (``gpucomm.advisor.hardware``; ``--network`` swaps the
+Hardware: ``--list-hardware`` prints every profile and network with its figures and sources.  Capacity is
+the usable memory the driver reports, not the datasheet's.  ``--hardware`` names a datasheet profile (``gpucomm.advisor.hardware``; ``--network`` swaps the
 network between machines), ``--profile`` a calibrated one saved by ``--save-profile``, and
 ``--calibrate DIR…`` fits one from ``gpucomm bench``/``gpucomm train`` records (measured values override
 datasheet ones; CPU records give a ``cpu-gloo`` profile, which exists only this way).
 
-Assumptions are printed with the table: the MFU (``--mfu``, default 0.30) when compute is not measured,
-and any per-device cost that was not calibrated.  ``--out DIR`` writes AdviceRecord and ScaleRecord rows
+Assumptions are printed with the table: the planner's efficiency constants and memory reserve; for named
+strategies the MFU (``--mfu``, default 0.30) when compute is not measured, and any per-device cost that was
+not calibrated.  ``--out DIR`` writes AdviceRecord and ScaleRecord rows
 (env block first) that ``gpucomm report DIR`` renders.
 
-Exit status: 0 ok; 2 usage error (unknown hardware, model, network, bad flags, unusable records).
+Exit status: 0 ok; 2 usage error — one line naming the flag or key, the value, the rule and a fix (unknown
+hardware, model, network or layout key, tp not dividing the heads or exceeding a machine, dp*tp*pp*cp not the
+GPU count, a micro-batch or global batch that does not divide, unusable records, an unwritable path).
 """
 
 from __future__ import annotations
@@ -54,10 +82,16 @@ class AdviseConfig:
     """Per machine; None = the profile's full machine."""
     nodes: int
     model: str | None
+    arch: str | None
+    """``--arch`` string (planner)."""
+    layout: str | None
+    """``--layout`` string (planner)."""
+    top: int
     params: int | None
     layers: int | None
     d_model: int | None
-    global_batch: int
+    global_batch: int | None
+    """None: 256 for named strategies; about 2M tokens (a multiple of the GPU count) for the planner."""
     seq_len: int | None
     dtype: str
     optimizer: str
@@ -73,9 +107,15 @@ class AdviseConfig:
             raise ValueError(f"--gpus/--nodes: expected >= 1, but got --gpus {self.gpus} --nodes {self.nodes}")
         if not 0 < self.mfu <= 1:
             raise ValueError(f"--mfu: expected a fraction in (0, 1], but got {self.mfu}")
+        if self.seq_len is not None and self.seq_len < 1:
+            raise ValueError(f"--seq-len {self.seq_len}: expected tokens per sample >= 1; e.g. --seq-len 2048")
+        if self.global_batch is not None and self.global_batch < 1:
+            raise ValueError(f"--global-batch {self.global_batch}: expected samples per step >= 1")
+        if self.top < 1:
+            raise ValueError(f"--top {self.top}: expected >= 1")
         if self.max_gpus < 1:
             raise ValueError(f"--max-gpus: expected >= 1, but got {self.max_gpus}")
-        if not (self.hardware or self.profile or self.calibrate):
+        if not (self.hardware or self.profile or self.calibrate):  # --list-hardware is handled before
             raise ValueError("give --hardware NAME, --profile PATH or --calibrate DIR")
 
 
@@ -85,6 +125,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     hw = p.add_argument_group("hardware")
     hw.add_argument("--hardware", help="datasheet profile, e.g. h200-nvswitch (see --list-hardware)")
+    hw.add_argument("--list-hardware", action="store_true",
+                    help="print every hardware profile and network with its figures and sources, then exit")
     hw.add_argument("--network", help="network between machines: ib-ndr400x8, ib-hdr200x8, roce-400x8, roce-400x4")
     hw.add_argument("--profile", help="a calibrated profile saved with --save-profile")
     hw.add_argument("--calibrate", nargs="+", default=[], metavar="RESULTS_DIR",
@@ -94,22 +136,34 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     help="GPUs (or processes) per machine (default: a full machine of the profile, 8 for GPUs)")
     hw.add_argument("--nodes", type=int, default=1, help="machines (default 1)")
     wl = p.add_argument_group("workload")
-    wl.add_argument("--model", help="gpt-tiny, gpt-124m, gpt-350m or mlp")
+    wl.add_argument("--model", help="a preset: gpt-tiny, gpt-124m, gpt-350m, mlp (named strategies) or "
+                                    "llama2-7b/13b/70b, llama3-8b/70b/405b, gpt3-175b (planner)")
+    wl.add_argument("--arch", help="a model shape: layers=..,hidden=..,heads=..[,kv_heads=..,ffn=..,"
+                                   "ffn_kind=gelu-4h|swiglu,vocab=..,seq=..,tied=0|1] (planner)")
+    wl.add_argument("--layout", help="tp=..,pp=..,cp=..,dp=..,shard=none|zero1|zero2|zero3|fsdp|hsdp,mb=..,"
+                                     "ac=none|selective|full|auto[,vpp=..]: keys given are fixed, the rest "
+                                     "searched (planner)")
     wl.add_argument("--params", type=float, help="parameter count instead of a model name, e.g. 7e9 (no shape: "
                                                  "activations are not counted)")
     wl.add_argument("--layers", type=int, help="a custom GPT of this depth (with --d-model)")
     wl.add_argument("--d-model", type=int, help="a custom GPT of this width (with --layers)")
-    wl.add_argument("--global-batch", type=int, default=256, help="samples per optimizer step (default 256)")
+    wl.add_argument("--global-batch", type=int, default=None,
+                    help="samples (sequences) per optimizer step (default: 256 for named strategies; about 2M "
+                         "tokens, a multiple of the GPU count, for the planner)")
     wl.add_argument("--seq-len", type=int, help="tokens per sample (GPT default: its context length)")
     wl.add_argument("--dtype", default="bf16", help="fp32, bf16-autocast, bf16 or fp16 (default bf16: "
                                                     "ZeRO-style mixed precision, 16 bytes/param with Adam)")
     wl.add_argument("--optimizer", default="adam", choices=("adam", "sgd"), help="default adam")
     wl.add_argument("--mfu", type=float, default=None, help="model FLOPs utilisation when compute is not "
-                                                            "measured (default 0.30, from measured-h200.md)")
+                                                            "measured, named strategies only (default 0.30: "
+                                                            "GPT-124M measured on one H200)")
     out = p.add_argument_group("output")
-    out.add_argument("--strategies", default="dp,replicated,ddp,zero1,zero2,zero3,fsdp")
-    out.add_argument("--scale", action="store_true", help="also predict 1 … --max-gpus GPUs")
-    out.add_argument("--max-gpus", type=int, default=4096)
+    out.add_argument("--strategies", default="dp,replicated,ddp,zero1,zero2,zero3,fsdp",
+                     help="named strategies to predict, comma-separated (default: all seven)")
+    out.add_argument("--top", type=int, default=10, help="planner: layouts to show (default 10)")
+    out.add_argument("--scale", action="store_true", help="also predict 1 … --max-gpus GPUs (named strategies)")
+    out.add_argument("--max-gpus", type=int, default=4096,
+                     help="largest GPU count --scale predicts, doubling from 1 (default 4096)")
     out.add_argument("--json", action="store_true", help="print JSON instead of tables")
     out.add_argument("--out", metavar="DIR", help="write AdviceRecord/ScaleRecord rows (and the scale plot)")
     return p
@@ -128,7 +182,8 @@ def config_from_args(args: argparse.Namespace) -> AdviseConfig:
         raise ValueError(f"--params: expected a count >= 1, but got {params}")
     return AdviseConfig(hardware=args.hardware, network=args.network, profile=args.profile,
                         calibrate=list(args.calibrate), save_profile=args.save_profile, gpus=args.gpus,
-                        nodes=args.nodes, model=args.model, params=None if params is None else int(params),
+                        nodes=args.nodes, model=args.model, arch=args.arch, layout=args.layout, top=args.top,
+                        params=None if params is None else int(params),
                         layers=args.layers, d_model=args.d_model,
                         global_batch=args.global_batch, seq_len=args.seq_len, dtype=args.dtype,
                         optimizer=args.optimizer, mfu=DEFAULT_MFU if args.mfu is None else args.mfu,
@@ -182,8 +237,16 @@ def _advice_rows(preds, profile, wl) -> list[Any]:
                          scaling_efficiency=p.scaling_efficiency, memory_per_gpu_bytes=int(p.memory_bytes),
                          memory_capacity_bytes=int(p.capacity_bytes or 0), fits=p.fits, comm_share=p.comm_share,
                          rank=p.rank, reason=p.reason, calibrated=profile.calibrated,
-                         tokens_per_s=p.tokens_per_s, compute_s=p.compute_s + p.optimizer_s, comm_s=p.comm_s)
+                         tokens_per_s=p.tokens_per_s, compute_s=p.compute_s + p.optimizer_s, comm_s=p.comm_s,
+                         layout=_named_layout(p), exposed_comm_s=p.exposed_comm_s,
+                         tokens_per_s_per_gpu=None if p.tokens_per_s is None else p.tokens_per_s / p.gpus)
             for p in preds]
+
+
+def _named_layout(p) -> dict[str, Any]:
+    """The layout a named strategy amounts to: data parallel over every device, its sharding."""
+    shard = {"zero1": "zero1", "zero2": "zero2", "zero3": "zero3", "fsdp": "fsdp"}.get(p.strategy, "none")
+    return {"tp": 1, "pp": 1, "cp": 1, "dp": p.gpus, "shard": shard, "mb": None, "ac": "none", "vpp": 1}
 
 
 def _scale_rows(preds, profile) -> list[Any]:
@@ -268,6 +331,11 @@ def _calibration_summary(profile) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``gpucomm advise``; returns the exit status."""
+    if getattr(args, "list_hardware", False):
+        from gpucomm.advisor import hardware
+
+        print("\n".join(hardware.describe()))
+        return 0
     from gpucomm.advisor import calibrate, plan, workload
     from gpucomm.records import RecordError
 
@@ -277,7 +345,15 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, RecordError, OSError) as exc:
         return _usage(str(exc))
     if cfg.save_profile:
-        calibrate.save_profile(profile, cfg.save_profile)
+        try:
+            calibrate.save_profile(profile, cfg.save_profile)
+        except OSError as exc:
+            return _usage(f"--save-profile {cfg.save_profile!r}: cannot write ({exc.strerror or exc}); "
+                          f"give a path in a writable directory")
+    if _planner_mode(cfg):
+        return _run_planner(cfg, profile)
+    if cfg.global_batch is None:
+        cfg.global_batch = 256
     shape = None
     if (cfg.layers is None) != (cfg.d_model is None):
         return _usage("--layers and --d-model go together")
@@ -286,6 +362,10 @@ def run(args: argparse.Namespace) -> int:
             cfg.model, shape = workload.custom_gpt(cfg.layers, cfg.d_model, seq_len=cfg.seq_len or 1024)
         except ValueError as exc:
             return _usage(str(exc))
+    n = cfg.gpus * cfg.nodes
+    if cfg.global_batch % n:
+        return _usage(f"--global-batch {cfg.global_batch}: must divide over the {n} GPUs (--nodes x --gpus); "
+                      f"use a multiple of {n}, e.g. {n * max(1, round(cfg.global_batch / n))}")
     if cfg.model is None and cfg.params is None:
         if cfg.calibrate or cfg.save_profile:
             print(json.dumps(_calibration_summary(profile), indent=1, default=str))
@@ -302,7 +382,10 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, plan.PredictionError) as exc:
         return _usage(str(exc))
     rows, scale_rows = _advice_rows(preds, profile, wl), _scale_rows(scaled, profile)
-    assumptions = _assumptions(preds)
+    return _emit(cfg, rows, scale_rows, _assumptions(preds), profile)
+
+
+def _emit(cfg: AdviseConfig, rows: list[Any], scale_rows: list[Any], assumptions: list[str], profile) -> int:
     if cfg.json:
         from gpucomm.records import to_row
 
@@ -319,3 +402,106 @@ def run(args: argparse.Namespace) -> int:
         if not cfg.json:
             print("wrote " + ", ".join(map(str, written)))
     return 0
+
+
+_NAMED_MODELS = ("gpt-tiny", "gpt-124m", "gpt-350m", "mlp")
+
+
+def _planner_mode(cfg: AdviseConfig) -> bool:
+    """The planner runs for --arch, --layout, or a preset that ``gpucomm train`` does not run."""
+    return bool(cfg.arch or cfg.layout or (cfg.model and cfg.model.lower() not in _NAMED_MODELS
+                                           and cfg.params is None and cfg.layers is None))
+
+
+def _planner_job(cfg: AdviseConfig, profile):
+    from gpucomm import models
+    from gpucomm.advisor import cost, layout, search
+
+    if cfg.arch and cfg.model:
+        raise layout.LayoutError("--arch and --model: give one of them")
+    if cfg.arch:
+        arch = layout.parse_arch(cfg.arch)
+    elif cfg.model:
+        arch = models.get(cfg.model)
+    else:
+        raise layout.LayoutError("--layout needs a model: give --model NAME or --arch layers=..,hidden=..,heads=..")
+    precision = cost.PRECISIONS.get(cfg.dtype)
+    if precision is None:
+        raise layout.LayoutError(f"--dtype {cfg.dtype!r}: expected one of {', '.join(cost.PRECISIONS)}")
+    seq = cfg.seq_len or arch.seq
+    gpus = cfg.gpus * cfg.nodes
+    batch = cfg.global_batch
+    if batch is None:
+        batch = gpus * max(1, round(2**21 / (seq * gpus)))
+    efficiency, how = _calibrated_efficiency(profile)
+    job = search.Job(arch=arch, profile=profile, nodes=cfg.nodes, gpus_per_node=cfg.gpus, global_batch=batch,
+                     seq=seq, dtype=precision.compute_dtype, weight_bytes=precision.weight_bytes,
+                     grad_bytes=precision.grad_bytes, optimizer_bytes=precision.optimizer_bytes[cfg.optimizer],
+                     efficiency=efficiency)
+    return job, how
+
+
+def _calibrated_efficiency(profile) -> tuple[float | None, str]:
+    """A GEMM efficiency measured by ``gpucomm train`` records (achieved / peak FLOP/s), when calibrated."""
+    achieved = ((profile.calibration or {}).get("compute") or {}).get("achieved_flops")
+    peak = profile.peak_flops("bf16")
+    if achieved and peak:
+        eff = min(1.0, achieved / peak)
+        return eff, f"compute efficiency {eff:.2f} of peak, measured (train records)"
+    return None, ""
+
+
+def _planner_assumptions(job, how: str) -> list[str]:
+    from gpucomm.advisor import memory, timing
+
+    p = job.profile
+    gemm = how or (f"GEMM efficiency {p.gemm_efficiency or timing.GEMM_EFFICIENCY:.2f} of peak "
+                   f"({p.sources.get('gemm_efficiency', 'default')})")
+    return [gemm + " x a size factor for narrow GEMMs and short micro-batches",
+            f"flash attention at {p.attention_efficiency or timing.ATTENTION_EFFICIENCY:.2f} of peak",
+            f"memory reserve {memory.RESERVE_BYTES / 2**30:.0f} GiB (CUDA context, NCCL, allocator) is assumed",
+            f"capacity {p.memory_bytes / 2**30:.2f} GiB per GPU: {p.sources.get('memory_bytes', '')}",
+            f"global batch {job.global_batch} x {job.seq} tokens"]
+
+
+def _plan_rows(plans, job, profile) -> list[Any]:
+    from gpucomm.records import AdviceRecord
+
+    rows = []
+    for p in plans:
+        t, m = p.time, p.memory
+        tokens = p.tokens_per_s_per_gpu * job.gpus
+        rows.append(AdviceRecord(
+            strategy=_scheme(p.layout), hardware=profile.name, nodes=job.nodes, gpus_per_node=job.gpus_per_node,
+            model=job.arch.name, params=job.arch.params(), global_batch=job.global_batch, seq_len=job.seq,
+            step_time_s=t.step_s, samples_per_s=tokens / job.seq, scaling_efficiency=None,
+            memory_per_gpu_bytes=int(m.total), memory_capacity_bytes=int(p.capacity or 0), fits=p.fits,
+            comm_share=min(1.0, t.exposed_comm_s / t.step_s), rank=p.rank, reason=p.reason,
+            calibrated=profile.calibrated, tokens_per_s=tokens, compute_s=t.compute_s, comm_s=t.comm_s,
+            layout=p.layout.as_dict(), tokens_per_s_per_gpu=p.tokens_per_s_per_gpu, mfu=p.mfu,
+            exposed_comm_s=t.exposed_comm_s, bubble_s=t.bubble_s, memory_params_bytes=int(m.params),
+            memory_grads_bytes=int(m.grads), memory_optimizer_bytes=int(m.optimizer),
+            memory_activations_bytes=int(m.activations), memory_logits_bytes=int(m.logits),
+            memory_buffers_bytes=int(m.buffers), memory_reserve_bytes=int(m.reserve)))
+    return rows
+
+
+def _scheme(lo) -> str:
+    """A planner row's strategy name: its data-parallel scheme ("single", "ddp", "zero1" … "hsdp")."""
+    if lo.shard != "none":
+        return lo.shard
+    return "ddp" if lo.dp * lo.cp > 1 else "single"
+
+
+def _run_planner(cfg: AdviseConfig, profile) -> int:
+    from gpucomm.advisor import layout, search
+
+    try:
+        job, how = _planner_job(cfg, profile)
+        fixed = layout.parse_layout(cfg.layout)
+        plans = search.search(job, fixed, top=cfg.top)
+    except ValueError as exc:
+        return _usage(str(exc))
+    if cfg.scale:
+        return _usage("--scale: predicts named strategies only; drop --layout/--arch or --scale")
+    return _emit(cfg, _plan_rows(plans, job, profile), [], _planner_assumptions(job, how), profile)

@@ -44,6 +44,11 @@ class Job:
     global_batch: int
     seq: int
     dtype: str = "bf16"
+    """The dtype matrix math runs in (the peak it is measured against)."""
+    weight_bytes: int = 2
+    grad_bytes: int = 2
+    optimizer_bytes: int = 12
+    """Bytes per parameter of weights, gradients and optimizer state (mixed-precision Adam: 2, 2, 12)."""
     efficiency: float | None = None
     """A calibrated GEMM efficiency (None: the documented default)."""
 
@@ -80,7 +85,8 @@ def simplicity(layout: Layout) -> tuple[int, ...]:
 
 
 def _memory(job: Job, layout: Layout) -> MemoryTerms:
-    return memory(job.arch, layout, global_batch=job.global_batch, seq=job.seq, gpus_per_node=job.gpus_per_node)
+    return memory(job.arch, layout, global_batch=job.global_batch, seq=job.seq, gpus_per_node=job.gpus_per_node,
+                  weight_bytes=job.weight_bytes, grad_bytes=job.grad_bytes, optimizer_bytes=job.optimizer_bytes)
 
 
 def evaluate(job: Job, layout: Layout) -> Plan:
@@ -93,7 +99,8 @@ def evaluate(job: Job, layout: Layout) -> Plan:
 
 def _timed(job: Job, plan: Plan) -> Plan:
     t = step_time(job.arch, plan.layout, job.profile, global_batch=job.global_batch, seq=job.seq,
-                  gpus_per_node=job.gpus_per_node, efficiency=job.efficiency, dtype=job.dtype)
+                  gpus_per_node=job.gpus_per_node, efficiency=job.efficiency, dtype=job.dtype,
+                  weight_bytes=job.weight_bytes, grad_bytes=job.grad_bytes)
     plan.time = t
     plan.tokens_per_s_per_gpu = job.global_batch * job.seq / t.step_s / job.gpus
     peak = job.profile.peak_flops(job.dtype) or float("inf")
