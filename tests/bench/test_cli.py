@@ -154,3 +154,71 @@ def test_interrupt_during_process_group_phase_keeps_streamed_rows(tmp_path):
     assert len(rows) >= seen and all(r.backend == "torch.distributed" and r.world_size == 2 for r in rows)
     assert (out / "report.md").exists()
     assert not (out / ".process-group-rows.jsonl").exists()
+
+
+# ----- probes: bad numbers, process counts, result directories ------------------------------------------
+@pytest.mark.parametrize("value", ["0", "-1", "inf", "-inf", "nan", "soon"])
+def test_bad_timeout_is_a_usage_error_that_writes_nothing(value, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _main(["bench", "--timeout", value, "--devices", "cpu,cpu", "--out", str(out)]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "--timeout" in err[0], err
+    assert not out.exists()
+
+
+def test_nproc_zero_is_refused(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _main(["bench", "--nproc", "0", "--devices", "cpu,cpu", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--nproc" in err[0] and "at least 1" in err[0]
+    assert not out.exists()
+
+
+def test_nproc_beyond_the_machine_needs_the_expert_flag(tmp_path, capsys, monkeypatch):
+    from gpucomm.bench import cli as bench_cli
+
+    limit, _ = bench_cli.nproc_limit()
+    out = tmp_path / "out"
+    assert _main(["bench", "--nproc", str(limit + 1), "--devices", "cpu,cpu", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--nproc" in err[0] and "--oversubscribe" in err[0], err
+    assert not out.exists()
+    # with the flag the configuration is accepted (nothing is started here)
+    parser = _parser()
+    args = parser.parse_args(["bench", "--nproc", str(limit + 1), "--oversubscribe", "--devices", "cpu,cpu"])
+    cfg, _ = bench_cli.config_from_args(args)
+    assert cfg.nproc == limit + 1
+
+
+def _parser():
+    import argparse
+
+    from gpucomm.bench import cli as bench_cli
+
+    parser = argparse.ArgumentParser()
+    bench_cli.add_parser(parser.add_subparsers(dest="command"))
+    return parser
+
+
+def test_default_out_is_new_for_every_run_even_in_one_second(tmp_path, monkeypatch):
+    from gpucomm.bench import cli as bench_cli
+
+    monkeypatch.chdir(tmp_path)
+    first, second = bench_cli._out_dir(None), bench_cli._out_dir(None)  # same second, same pid
+    assert first != second and first.parent == second.parent == Path("gpucomm-results")
+    assert str(os.getpid()) in first.name
+    assert sorted(p.name for p in Path("gpucomm-results").iterdir()) == sorted([first.name, second.name])
+
+
+def test_out_held_by_a_live_run_is_refused(tmp_path, capsys):
+    out = tmp_path / "held"
+    env = records.EnvRecord(created="now", command=["test"], versions={}, host={}, devices=[], device_type="cpu",
+                            env_vars={})
+    with records.RecordWriter(out, env):
+        before = (out / records.RECORDS_FILE).read_text()
+        rc = _main(["bench", "--backends", "gpucomm.comm", "--devices", "cpu,cpu", "--ops", "all_reduce",
+                    "-e", "64", "-n", "1", "-w", "0", "--out", str(out)])
+        assert rc == 2
+        err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert len(err) == 1 and "another gpucomm run" in err[0], err
+        assert (out / records.RECORDS_FILE).read_text() == before  # not a byte added
