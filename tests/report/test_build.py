@@ -15,7 +15,7 @@ def test_build_writes_markdown_html_and_plots_into_the_result_dir(gpu_dir, gpu_r
     assert gpu_report["html"] == gpu_dir / "report.html"
     plot_keys = {k for k in gpu_report if k.startswith("plots/")}
     stems = {k.rsplit(".", 1)[0] for k in plot_keys}
-    assert stems == {"plots/busbw_all_reduce", "plots/speedup_all_reduce", "plots/busbw_all_gather",
+    assert stems == {"plots/headline_speedup", "plots/busbw_all_reduce", "plots/speedup_all_reduce", "plots/busbw_all_gather",
                      "plots/speedup_all_gather", "plots/train", "plots/scale"}
     assert {k.rsplit(".", 1)[1] for k in plot_keys} == {"png", "svg"}
     assert all(p.is_file() and p.stat().st_size > 0 for p in gpu_report.values())

@@ -117,3 +117,12 @@ def test_topology_link_matrix_is_shown(tmp_path):
     runs = _section(md, "Runs")
     assert "| GPU0 | X | NV18 |" in runs and "| GPU1 | NV18 | X |" in runs
     assert "bus 0000:18:00.0, CPUs 0-47, NUMA node 0" in runs and "nvidia-smi: not needed" in runs
+
+
+def test_report_opens_with_findings_before_the_details(gpu_report):
+    md = gpu_report["markdown"].read_text()
+    assert md.index("## Findings") < md.index("## Runs") < md.index("## Units")
+    found = _section(md, "Findings")
+    assert "all_reduce: gpucomm.comm vs torch.cuda.comm: 1.25x faster" in found
+    assert "headline_speedup.png" in found
+    assert "returned WRONG results" in found  # a trust signal, with the answer

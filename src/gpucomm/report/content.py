@@ -1,7 +1,10 @@
 """What a report says: records turned into a :class:`~gpucomm.report.document.Document`.
 
-The sections, in order:
+The sections, in order — the answer first, the evidence after:
 
+0. **Findings** — one sentence per op and backend pair (which is faster, where, by how much), the
+   headline plot (speedup against size, every op), and the trust signals: wrong rows, rows too noisy
+   to quote, CPU-only numbers (:mod:`~gpucomm.report.findings`).
 1. **Runs** — each result directory's env block: versions, devices, the NCCL_* (and related) settings
    in force, the command line, run parameters.
 2. **Units** — the legend every number below is read with.
@@ -26,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gpucomm import collectives
 from gpucomm.records import AdviceRecord, BenchRecord, EnvRecord, ScaleRecord, TrainRecord
 from gpucomm.report import plots
 from gpucomm.report._format import (
@@ -39,10 +43,19 @@ from gpucomm.report._format import (
     fmt_wrong,
 )
 from gpucomm.report.document import Document, KeyValues, Paragraph, Preformatted, Section, Table
+from gpucomm.report.findings import pair_sentences, trust_sentences
 from gpucomm.report.runs import Run, device_name
 from gpucomm.report.terminal import advice_order
 
 __all__ = ["UNITS", "document"]
+
+def _busbw_legend() -> str:
+    """"2(n-1)/n for all_reduce; (n-1)/n for all_gather, …; 1 for broadcast, …" from the collective rows."""
+    by_factor: dict[str, list[str]] = defaultdict(list)
+    for name in collectives.names():
+        by_factor[collectives.get(name).factor.value].append(str(name))
+    return "; ".join(f"{factor} for {', '.join(ops)}" for factor, ops in by_factor.items()) + "."
+
 
 UNITS: list[tuple[str, str]] = [
     ("B", "bytes. Sizes are written with binary prefixes: KiB = 2^10 B, MiB = 2^20 B, GiB = 2^30 B."),
@@ -51,8 +64,7 @@ UNITS: list[tuple[str, str]] = [
     ("µs / ms", "microseconds / milliseconds. Times are the median (and p99 or p90) over timed iterations."),
     ("GB/s", "10^9 bytes per second, per direction (decimal, as nccl-tests)."),
     ("algbw", "size / median time."),
-    ("busbw", "algbw × busbw factor: 2(n-1)/n for all_reduce; (n-1)/n for all_gather, reduce_scatter, "
-              "all_to_all, scatter, gather; 1 for broadcast, reduce, send_recv."),
+    ("busbw", "algbw × busbw factor, from each collective's row: " + _busbw_legend()),
     ("speedup", "the baseline's median time / this row's median time at the same op, size, type, n and "
                 "placement (> 1 = faster than the baseline). — means the row is the baseline or has none."),
     ("#wrong", "elements that differ from the independently computed expected result; n/c = not checked."),
@@ -487,9 +499,24 @@ def _banners(runs: Sequence[Run]) -> list[Paragraph]:
     return banners
 
 
+def _findings_section(runs: Sequence[Run]) -> Section | None:
+    sentences = pair_sentences(runs)
+    trust = trust_sentences(runs)
+    if not sentences and not trust:
+        return None
+    section = Section("Findings", anchor="findings")
+    section.blocks += [Paragraph(text) for text in sentences]
+    figure = plots.headline_plot(runs)
+    if figure is not None:
+        section.blocks.append(figure)
+    section.blocks += [Paragraph(text, tone=tone) for tone, text in trust]
+    return section
+
+
 def document(runs: Sequence[Run]) -> Document:
     """The report for the given runs (see the module docstring for its sections)."""
-    sections = [_runs_section(runs), _units_section()]
+    findings = _findings_section(runs)
+    sections = ([findings] if findings else []) + [_runs_section(runs), _units_section()]
     sections += [s for s in (_wrong_section(runs), _bench_section(runs), _train_section(runs),
                              _advice_section(runs)) if s is not None]
     flat: list[Section] = []

@@ -8,7 +8,8 @@ nothing to draw.
 
 Size axes are log2 with KiB/MiB/GiB tick labels (binary prefixes, as sizes are written everywhere in
 gpucomm); bandwidths are GB/s = 10^9 B/s per direction.  When a report compares several runs, each
-line's label names its run.
+line's label names its run.  A plot of CPU numbers says so in its title, so an image copied out of the
+report cannot pass for GPU figures.
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ from gpucomm.report._format import fmt_bytes
 from gpucomm.report.document import Figure
 from gpucomm.report.runs import Run
 
-__all__ = ["bench_plots", "busbw_plot", "scale_plot", "speedup_plot", "train_plot"]
+__all__ = ["bench_plots", "busbw_plot", "headline_plot", "scale_plot", "speedup_plot", "train_plot"]
 
-_BACKEND_ORDER = ("torch.cuda.comm", "gpucomm.comm", "torch.distributed", "gpucomm.dist")
 _RC = {"svg.hashsalt": "gpucomm-report", "svg.fonttype": "none", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3}
 
 
@@ -40,8 +40,21 @@ def _plain(text: str) -> str:
 
 
 def backend_key(backend: str) -> tuple[int, str]:
-    """Sort key: the four known backends in their fixed order, then others by name."""
-    return (_BACKEND_ORDER.index(backend), "") if backend in _BACKEND_ORDER else (len(_BACKEND_ORDER), backend)
+    """Sort key: the known backends in their display order (``gpucomm.bench.backends``), then others by name."""
+    from gpucomm.bench.backends import BACKENDS
+
+    known = BACKENDS.get(backend)
+    return (known.order, "") if known is not None else (1 << 30, backend)
+
+
+def cpu_tag(runs: Sequence[Run]) -> str:
+    """" — CPU numbers" when every run is CPU, " — CPU numbers in [b]" when some are, "" otherwise."""
+    cpu = [run for run in runs if run.is_cpu]
+    if not cpu:
+        return ""
+    if len(cpu) == len(runs):
+        return " — CPU numbers"
+    return " — CPU numbers in " + ", ".join(f"[{run.tag}]" for run in cpu)
 
 
 def _render(name: str, title: str, draw: Callable[[object], None], width: float = 7.0,
@@ -150,7 +163,7 @@ def busbw_plot(runs: Sequence[Run], op: str) -> Figure | None:
     series = _bench_series(runs, op, lambda r: r.busbw_gbps)
     if not series:
         return None
-    return _render(f"busbw_{op}", f"{op}: bus bandwidth vs size",
+    return _render(f"busbw_{op}", f"{op}: bus bandwidth vs size{cpu_tag(runs)}",
                    _draw_bench(series, "busbw (GB/s, per direction)", log_y=True, baseline_line=False))
 
 
@@ -161,13 +174,33 @@ def speedup_plot(runs: Sequence[Run], op: str) -> Figure | None:
         return None
     baselines = sorted({r.baseline for run in runs for r in run.results.bench
                         if r.op == op and r.baseline and r.baseline != r.backend and r.speedup is not None})
-    return _render(f"speedup_{op}", f"{op}: speedup vs {' / '.join(baselines)} (above 1 = faster)",
+    return _render(f"speedup_{op}", f"{op}: speedup vs {' / '.join(baselines)} (above 1 = faster){cpu_tag(runs)}",
                    _draw_bench(series, "baseline time / time", log_y=False, baseline_line=True))
 
 
 def bench_plots(runs: Sequence[Run], op: str) -> list[Figure]:
     """The busbw and speedup plots of one op (those that have data)."""
     return [f for f in (busbw_plot(runs, op), speedup_plot(runs, op)) if f is not None]
+
+
+def headline_plot(runs: Sequence[Run]) -> Figure | None:
+    """Speedup against size for every op and backend pair, one line each: the report's first figure.
+
+    Each point is the median speedup at that size over the rows a finding trusts (not wrong, not
+    noisy; see :mod:`gpucomm.report.findings`), so the picture and the sentences beside it agree.
+    """
+    from gpucomm.report.findings import pair_findings
+
+    found = [f for f in pair_findings(runs) if f.by_size]
+    if not found:
+        return None
+    multi = len(runs) > 1
+    series = [(f"{f.op} {f.backend}" + ("" if f.form == "plain" else f" {f.form}")
+               + (f" [{runs[f.run].tag}]" if multi else ""), k, False,
+               [(z, s, False) for z, s in f.by_size]) for k, f in enumerate(found)]
+    baselines = sorted({f.baseline for f in found})
+    return _render("headline_speedup", f"speedup vs {' / '.join(baselines)}, every op (above 1 = faster)"
+                   f"{cpu_tag(runs)}", _draw_bench(series, "baseline time / time", log_y=False, baseline_line=True))
 
 
 def train_plot(runs: Sequence[Run]) -> Figure | None:
@@ -207,7 +240,7 @@ def train_plot(runs: Sequence[Run]) -> Figure | None:
         ax_e.set_ylabel("scaling efficiency (%)")
         ax_e.axhline(100, color="black", linewidth=1, linestyle=":")
         ax_t.legend(fontsize=7)
-    return _render("train", "training throughput and scaling efficiency", draw, width=9.0)
+    return _render("train", f"training throughput and scaling efficiency{cpu_tag(runs)}", draw, width=9.0)
 
 
 def scale_plot(runs: Sequence[Run]) -> Figure | None:

@@ -79,14 +79,10 @@ _SCALE_COLUMNS: tuple[Column, ...] = (
 
 
 # ----- bench --------------------------------------------------------------------------------------------
-def _form(record: BenchRecord) -> str:
-    return getattr(record, "form", None) or "plain"
-
-
 def bench_row(record: BenchRecord) -> list[str]:
     """The cells of one bench row, in :data:`BENCH_COLUMNS` order."""
     return [
-        record.op, record.backend, _form(record), fmt_bytes(record.size), str(record.count), record.dtype,
+        record.op, record.backend, record.form, fmt_bytes(record.size), str(record.count), record.dtype,
         record.reduce_op or MISSING, str(record.n), record.placement, record.timing,
         fmt_float(record.time_us_median), fmt_float(record.time_us_p99),
         fmt_float(record.algbw_gbps), fmt_float(record.busbw_gbps),
@@ -163,26 +159,26 @@ def train_table(records: Iterable[TrainRecord], title: str | None = None, *,
 
 
 # ----- advice ---------------------------------------------------------------------------------------------
-_LAYOUT_KEYS = ("tp", "pp", "cp", "dp", "shard", "mb", "ac")
+_LAYOUT_KEYS = ("tp", "pp", "vpp", "cp", "dp", "shard", "mb", "ac")
 
 
 def _layout(r: AdviceRecord) -> str:
-    """The parallel layout, e.g. "tp2 pp1 dp4 shard=zero1 mb2 ac" (empty when the record has none)."""
+    """The parallel layout, e.g. "tp2 dp4 shard=zero1 mb2 ac=full"; empty when the strategy name says it.
+
+    Degrees of 1 (no tensor, pipeline or context parallelism) and "none" are left out; dp and mb are
+    always said.
+    """
     layout = getattr(r, "layout", None)
-    if not isinstance(layout, dict):
+    if not isinstance(layout, dict) or not layout:
         return ""
     parts = []
     for key in _LAYOUT_KEYS:
         value = layout.get(key)
-        if value in (None, False, "", "none"):
+        if value in (None, False, "", "none") or (value == 1 and key not in ("dp", "mb")):
             continue
-        if value is True:
-            parts.append(key)
-        elif isinstance(value, int):
-            parts.append(f"{key}{value}")
-        else:
-            parts.append(f"{key}={value}")
-    return " ".join(parts)
+        parts.append(f"{key}{value}" if isinstance(value, int) and not isinstance(value, bool) else f"{key}={value}")
+    text = " ".join(parts)
+    return "" if text == r.strategy else text
 
 
 def advice_order(records: Iterable[AdviceRecord]) -> list[AdviceRecord]:
