@@ -1,29 +1,43 @@
-"""Per-call Python overhead of gpucomm.dist and ProcessGroupCommunicator over raw torch.distributed.
+"""What gpucomm.dist costs over raw torch.distributed: plain calls and prepared ones, every op, 8 B – 256 MiB.
 
 Usage::
 
-    python benchmarks/dist_call_overhead.py                      # gloo on CPU, world of one, in-process
-    python benchmarks/dist_call_overhead.py --backend nccl       # one GPU, world of one, in-process
-    python benchmarks/dist_call_overhead.py --profile all_reduce # cProfile of the gpucomm sides
+    python benchmarks/dist_call_overhead.py --nproc 2 --max-bytes 4M          # gloo on CPU, world 2
+    PYTHONPATH=src python benchmarks/dist_call_overhead.py --backend nccl      # one GPU, world 1 (<= 3 min)
 
-Method: :func:`gpucomm.dist.init` starts a world of one in this process.  For every collective the
-three sides — raw ``torch.distributed``, ``gpucomm.dist``'s function and the
-:class:`gpucomm.ProcessGroupCommunicator` method — run on 8-byte tensors in ``--rounds`` rounds of
-``--calls`` back-to-back calls each (on CUDA followed by one device synchronise); inside a round the
-sides run in an order that rotates every round, so drift hits all sides alike.  The table gives the
-median over rounds of microseconds per call, and the median over rounds of the paired differences
-and ratios to raw.  ``extra`` is the Python each layer adds per call.
+Method.  Three sides run the same collective on the same kind of buffers: **raw** (the
+torch.distributed call, with torch's ``ReduceOp``), **plain** (the :mod:`gpucomm.dist` function, str
+op) and **prepared** (the callable :func:`gpucomm.dist.prepare` returned).  For each op and size the
+sides run in ``--rounds`` rounds of a block of back-to-back calls; inside a round the order of the
+sides rotates, so drift and warm caches hit all three alike.  Before the timed rounds every side
+runs one untimed block.
 
-At 8 bytes in a world of one the collective itself is as cheap as it gets (gloo: a local copy;
-NCCL: a kernel launch), so the difference is the wrapper's cost and nothing else.
+* **host µs/call**: ``time.perf_counter()`` around the block of calls, divided by the calls.  Nothing
+  is added inside the block (no sync, no event, no allocation), so this is the time to *issue* a
+  call — what the wrapper adds.  On gloo the calls are synchronous, so host time is the whole time.
+* **device µs/call** (CUDA only): one CUDA event before the block and one after it, read after a
+  synchronise that follows the block: the time the GPU spent on the block, divided by the calls.
+* ratios are raw's time over the side's (>= 1: the side is as fast as raw), median over rounds of
+  the per-round ratios; ``+µs`` is the median paired difference of host time.
+
+Targets (issue 10): prepared >= 0.97x raw at every size; plain adds <= 2 µs of host time.
+
+A world of one on NCCL makes the collective as cheap as it gets (a local copy kernel, or nothing),
+so the difference is the wrapper's cost and nothing else.  ``send_recv`` in a world of one is a
+copy in gpucomm.dist (torch has no self-send); its raw side is that same ``copy_``.
+
+The results file (``dist-call-overhead_<hardware>_<date>.txt`` under ``--out``, default ``$OUT`` or
+``benchmarks/results``) starts with the command that produced it.
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
+import datetime as _dt
+import functools
+import os
 import platform
-import pstats
+import shlex
 import statistics
 import sys
 import time
@@ -32,116 +46,261 @@ import torch
 import torch.distributed as td
 
 import gpucomm.dist as gd
-from gpucomm import ProcessGroupCommunicator
 
-COLLECTIVES = ("all_reduce", "all_reduce_avg", "reduce", "broadcast", "all_gather", "reduce_scatter",
-               "scatter", "gather", "all_to_all")
+OPS = ("all_reduce", "all_reduce_avg", "reduce", "broadcast", "all_gather", "reduce_scatter", "scatter",
+       "gather", "all_to_all", "send_recv")
 _raw_all_gather = getattr(td, "all_gather_single", None) or td.all_gather_into_tensor
 _raw_reduce_scatter = getattr(td, "reduce_scatter_single", None) or td.reduce_scatter_tensor
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
-def _sides(name: str, device: torch.device, nccl: bool):
-    """(raw, gpucomm.dist, Communicator) callables running ``name`` once on 8-byte tensors."""
-    a, b = torch.ones(2, device=device), torch.ones(2, device=device)
-    comm = ProcessGroupCommunicator()
-    ta, tb = [a], [b]
-    avg = td.ReduceOp.AVG if nccl else None
+def parse_size(text: str) -> int:
+    """``"8"``, ``"4K"``, ``"256M"`` -> bytes (powers of two, as nccl-tests' -b/-e)."""
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    mult = _UNITS.get(t[-1:], 1)
+    value = int(t[:-1] if t[-1:] in _UNITS else t)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a size >= 1 byte such as 8, 4K or 256M, but got {text!r}")
+    return value * mult
 
-    def raw_avg():  # what op="avg" is: native AVG on NCCL, sum + divide elsewhere
-        if avg is not None:
-            td.all_reduce(a, avg)
+
+def human(nbytes: int) -> str:
+    for unit, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= mult and nbytes % mult == 0:
+            return f"{nbytes // mult} {unit}"
+    return f"{nbytes} B"
+
+
+def sizes(lo: int, hi: int, factor: int) -> list[int]:
+    out, s = [], lo
+    while s <= hi:
+        out.append(s)
+        s *= factor
+    if out[-1] != hi:
+        out.append(hi)
+    return out
+
+
+def _sides(name: str, nbytes: int, device: torch.device, n: int, rank: int, nccl: bool):
+    """(raw, plain, prepared) callables for ``name`` on float32 buffers of ``nbytes`` per rank (>= 4 B)."""
+    numel = max(n, nbytes // 4 // n * n)  # divisible by n for the split ops
+    a = torch.ones(numel, device=device)
+    part = torch.ones(numel // n, device=device)
+    out = torch.empty(numel, device=device)
+    whole = torch.empty(numel * n, device=device)
+    ones = [torch.ones(numel, device=device) for _ in range(n)]
+    if name == "all_reduce":
+        return (functools.partial(td.all_reduce, a, td.ReduceOp.SUM), functools.partial(gd.all_reduce, a, "sum"),
+                gd.prepare("all_reduce", a, "sum"))
+    if name == "all_reduce_avg":  # what op="avg" is: native AVG on NCCL, sum + divide elsewhere
+        if nccl:
+            raw = functools.partial(td.all_reduce, a, td.ReduceOp.AVG)
         else:
-            td.all_reduce(a)
-            a.div_(1)
+            def raw():
+                td.all_reduce(a, td.ReduceOp.SUM)
+                a.div_(n)
+        return raw, functools.partial(gd.all_reduce, a, "avg"), gd.prepare("all_reduce", a, "avg")
+    if name == "reduce":
+        return (functools.partial(td.reduce, a, 0, td.ReduceOp.SUM), functools.partial(gd.reduce, a, 0, "sum"),
+                gd.prepare("reduce", a, 0, "sum"))
+    if name == "broadcast":
+        return (functools.partial(td.broadcast, a, 0), functools.partial(gd.broadcast, a, 0),
+                gd.prepare("broadcast", a, 0))
+    if name == "all_gather":
+        return (functools.partial(_raw_all_gather, whole, a), functools.partial(gd.all_gather_into_tensor, whole, a),
+                gd.prepare("all_gather_into_tensor", whole, a))
+    if name == "reduce_scatter":
+        return (functools.partial(_raw_reduce_scatter, part, a, td.ReduceOp.SUM),
+                functools.partial(gd.reduce_scatter_tensor, part, a, "sum"),
+                gd.prepare("reduce_scatter_tensor", part, a, "sum"))
+    if name == "scatter":
+        xs = ones if rank == 0 else None
+        return (functools.partial(td.scatter, a, xs, 0), functools.partial(gd.scatter, a, xs, 0),
+                gd.prepare("scatter", a, xs, 0))
+    if name == "gather":
+        xs = ones if rank == 0 else None
+        return (functools.partial(td.gather, a, xs, 0), functools.partial(gd.gather, a, xs, 0),
+                gd.prepare("gather", a, xs, 0))
+    if name == "all_to_all":
+        return (functools.partial(td.all_to_all_single, out, a), functools.partial(gd.all_to_all_single, out, a),
+                gd.prepare("all_to_all_single", out, a))
+    if name == "send_recv":
+        if n == 1:
+            raw = functools.partial(out.copy_, a)
+        else:
+            p2p = [td.P2POp(td.isend, a, (rank + 1) % n), td.P2POp(td.irecv, out, (rank - 1) % n)]
 
-    table = {
-        "all_reduce": (lambda: td.all_reduce(a), lambda: gd.all_reduce(a, "sum"),
-                       lambda: comm.all_reduce(ta, "sum")),
-        "all_reduce_avg": (raw_avg, lambda: gd.all_reduce(a, "avg"), lambda: comm.all_reduce(ta, "avg")),
-        "reduce": (lambda: td.reduce(a, 0), lambda: gd.reduce(a, 0, "sum"), lambda: comm.reduce(ta, 0, "sum")),
-        "broadcast": (lambda: td.broadcast(a, 0), lambda: gd.broadcast(a, 0), lambda: comm.broadcast(ta, 0)),
-        "all_gather": (lambda: _raw_all_gather(a, b), lambda: gd.all_gather_into_tensor(a, b),
-                       lambda: comm.all_gather(ta, tb)),
-        "reduce_scatter": (lambda: _raw_reduce_scatter(a, b), lambda: gd.reduce_scatter_tensor(a, b),
-                           lambda: comm.reduce_scatter(ta, tb)),
-        "scatter": (lambda: td.scatter(a, [b], 0), lambda: gd.scatter(a, [b], 0),
-                    lambda: comm.scatter(ta, tb, 0)),
-        "gather": (lambda: td.gather(a, [b], 0), lambda: gd.gather(a, [b], 0), lambda: comm.gather(tb, ta, 0)),
-        "all_to_all": (lambda: td.all_to_all_single(a, b), lambda: gd.all_to_all_single(a, b),
-                       lambda: comm.all_to_all(ta, tb)),
-    }
-    return table[name]
+            def raw():
+                for w in td.batch_isend_irecv(p2p):
+                    w.wait()
+        return raw, functools.partial(gd.send_recv, out, a), gd.prepare("send_recv", out, a)
+    raise ValueError(f"op: expected one of {', '.join(OPS)}, but got {name!r}")
 
 
-def _loop(fn, calls: int, device: torch.device) -> float:
-    """Microseconds per call of ``calls`` back-to-back calls of ``fn``."""
-    sync = torch.cuda.synchronize if device.type == "cuda" else None
-    if sync:
-        sync(device)
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    if sync:
-        sync(device)
-    return (time.perf_counter() - start) / calls * 1e6
+class _Timer:
+    """Host time of a block of calls, and on CUDA its device time through two events (no per-call work)."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        if self.cuda:
+            self.start, self.end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def block(self, fn, calls: int) -> tuple[float, float]:
+        """(host µs per call, device µs per call); device = host on CPU."""
+        if self.cuda:
+            torch.cuda.synchronize()
+            self.start.record()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        host = (time.perf_counter() - t0) / calls * 1e6
+        if not self.cuda:
+            return host, host
+        self.end.record()
+        self.end.synchronize()
+        return host, self.start.elapsed_time(self.end) * 1e3 / calls
 
 
-def _measure(name: str, calls: int, rounds: int, device: torch.device, nccl: bool) -> tuple:
-    sides = _sides(name, device, nccl)
-    for fn in sides:  # warmup, untimed
-        _loop(fn, max(100, calls // 20), device)
-    times: list[list[float]] = [[], [], []]
-    for r in range(rounds):
+def _calls_for(nbytes: int, budget_bytes: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, budget_bytes // max(nbytes, 1)))
+
+
+def measure(name: str, nbytes: int, args, device: torch.device, n: int, rank: int, nccl: bool) -> dict:
+    sides = _sides(name, nbytes, device, n, rank, nccl)
+    calls = _calls_for(nbytes, args.budget_bytes, args.min_calls, args.max_calls)
+    timer = _Timer(device)
+    for fn in sides:  # untimed warmup
+        timer.block(fn, max(1, calls // 4))
+    host: list[list[float]] = [[], [], []]
+    dev: list[list[float]] = [[], [], []]
+    for r in range(args.rounds):
         for k in range(3):
-            side = (r + k) % 3
-            times[side].append(_loop(sides[side], calls, device))
-    med = [statistics.median(t) for t in times]
-    extra = [statistics.median(x - y for x, y in zip(times[s], times[0], strict=True)) for s in (1, 2)]
-    ratio = [statistics.median(x / y for x, y in zip(times[s], times[0], strict=True)) for s in (1, 2)]
-    return (*med, *extra, *ratio)
+            s = (r + k) % 3
+            h, d = timer.block(sides[s], calls)
+            host[s].append(h)
+            dev[s].append(d)
+    del sides
+    med = statistics.median
+    row = {"op": name, "nbytes": nbytes, "calls": calls}
+    for s, label in ((0, "raw"), (1, "plain"), (2, "prepared")):
+        row[f"{label}_host"], row[f"{label}_dev"] = med(host[s]), med(dev[s])
+    for s, label in ((1, "plain"), (2, "prepared")):
+        row[f"{label}_extra"] = med(x - y for x, y in zip(host[s], host[0], strict=True))
+        row[f"{label}_ratio_host"] = med(y / x for x, y in zip(host[s], host[0], strict=True))
+        row[f"{label}_ratio_dev"] = med(y / x for x, y in zip(dev[s], dev[0], strict=True))
+    return row
 
 
-def _profile(name: str, calls: int, device: torch.device, nccl: bool) -> None:
-    _, ours, comm = _sides(name, device, nccl)
-    for label, fn in (("gpucomm.dist", ours), ("Communicator", comm)):
-        prof = cProfile.Profile()
-        prof.enable()
-        _loop(fn, calls, device)
-        prof.disable()
-        print(f"\n--- cProfile: {label}.{name}, {calls} calls ---")
-        pstats.Stats(prof).sort_stats("tottime").print_stats(14)
+def _format(row: dict, cuda: bool) -> str:
+    base = (f"| {row['op']} | {human(row['nbytes'])} | {row['raw_host']:.2f} | {row['plain_host']:.2f} "
+            f"| {row['plain_extra']:+.2f} | {row['prepared_host']:.2f} | {row['prepared_extra']:+.2f} "
+            f"| {row['plain_ratio_host']:.3f} | {row['prepared_ratio_host']:.3f} |")
+    if cuda:
+        base += (f" {row['raw_dev']:.2f} | {row['prepared_dev']:.2f} | {row['plain_ratio_dev']:.3f} "
+                 f"| {row['prepared_ratio_dev']:.3f} |")
+    return base
+
+
+def _header(cuda: bool) -> list[str]:
+    cols = ["op", "size", "raw host µs", "plain host µs", "plain +µs", "prepared host µs", "prepared +µs",
+            "plain/raw", "prepared/raw"]
+    if cuda:
+        cols += ["raw device µs", "prepared device µs", "plain/raw dev", "prepared/raw dev"]
+    return ["| " + " | ".join(cols) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(cols) - 2)) + "|"]
+
+
+def _summary(rows: list[dict], cuda: bool) -> list[str]:
+    key = "dev" if cuda else "host"
+    worst_prep = min(rows, key=lambda r: r[f"prepared_ratio_{key}"])
+    worst_plain = max(rows, key=lambda r: r["plain_extra"])
+    small = [r["plain_extra"] for r in rows if r["nbytes"] <= 64 << 10]
+    lines = [f"prepared/raw ({key} time), worst cell: {worst_prep[f'prepared_ratio_{key}']:.3f} "
+             f"({worst_prep['op']}, {human(worst_prep['nbytes'])}); target >= 0.97",
+             f"plain +µs host, worst cell: {worst_plain['plain_extra']:+.2f} ({worst_plain['op']}, "
+             f"{human(worst_plain['nbytes'])}); target <= 2"]
+    if small:
+        lines.append(f"plain +µs host, median over cells <= 64 KiB: {statistics.median(small):+.2f}")
+    return lines
+
+
+def _run(args) -> list[str] | None:
+    """One rank's sweep; rank 0 returns the lines of the results file."""
+    pg = gd.current()
+    rank, n, device = gd.get_rank(), gd.get_world_size(), gd.device()
+    nccl = gd.backend() == "nccl"
+    cuda = device.type == "cuda"
+    lines: list[str] = []
+    rows = []
+    for name in args.ops:
+        for nbytes in args.sizes:
+            row = measure(name, nbytes, args, device, n, rank, nccl)
+            rows.append(row)
+            if rank == 0:
+                lines.append(_format(row, cuda))
+                print(lines[-1], flush=True)
+    if rank != 0:
+        return None
+    where = torch.cuda.get_device_name(device) if cuda else f"CPU ({platform.processor() or platform.machine()})"
+    head = [f"# command: {args.command}",
+            f"# {pg.backend if pg else gd.backend()} on {where}, world size {n}; torch {torch.__version__}, "
+            f"Python {platform.python_version()}" + ("" if cuda else "; these are CPU numbers"),
+            f"# {args.rounds} rounds per cell, sides interleaved (order rotates each round); block of calls "
+            f"per side per round as in 'calls' below; medians over rounds",
+            "# ratios are raw time / side time (>= 1: as fast as raw); +µs = side host time - raw host time",
+            "# rank 0's timings; float32 buffers of the given size per rank"]
+    per = [f"{human(s)}: {_calls_for(s, args.budget_bytes, args.min_calls, args.max_calls)}" for s in args.sizes]
+    return head + [""] + _header(cuda) + lines + [""] + ["# " + s for s in _summary(rows, cuda)] + [
+        "", "# calls per block: " + ", ".join(per)]
+
+
+def _worker(args) -> list[str] | None:
+    return _run(args)
+
+
+def _hardware(backend: str, n: int) -> str:
+    if backend == "nccl" and torch.cuda.is_available():
+        name = torch.cuda.get_device_name(0).lower().replace("nvidia", "").strip().split()[0]
+        return f"{name}-nccl-ws{n}"
+    return "cpu-gloo" if n == 2 else f"cpu-gloo-ws{n}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", default="gloo", help="gloo (CPU) or nccl (one GPU); default gloo")
-    parser.add_argument("--calls", type=int, default=20000, help="calls per side per round (default 20000)")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
-    parser.add_argument("--collectives", default=",".join(COLLECTIVES), help="comma-separated subset")
-    parser.add_argument("--profile", default=None, metavar="NAME", help="cProfile NAME's gpucomm sides instead")
+    parser.add_argument("--backend", default="gloo", choices=("gloo", "nccl"), help="gloo (CPU) or nccl (GPU)")
+    parser.add_argument("--nproc", type=int, default=None,
+                        help="world size (default: 2 on gloo, 1 on nccl); 1 runs in this process")
+    parser.add_argument("-b", "--min-bytes", type=parse_size, default=8, help="smallest size (default 8)")
+    parser.add_argument("-e", "--max-bytes", type=parse_size, default=256 << 20, help="largest (default 256M)")
+    parser.add_argument("-f", "--factor", type=int, default=8, help="size step factor (default 8)")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds per cell (default 7)")
+    parser.add_argument("--min-calls", type=int, default=5, help="fewest calls per block (default 5)")
+    parser.add_argument("--max-calls", type=int, default=400, help="most calls per block (default 400)")
+    parser.add_argument("--budget-bytes", type=parse_size, default=256 << 20,
+                        help="calls per block = this / size, clamped to [min-calls, max-calls] (default 256M)")
+    parser.add_argument("--ops", default=",".join(OPS), help=f"comma-separated subset of {', '.join(OPS)}")
+    parser.add_argument("--out", default=os.environ.get("OUT") or "benchmarks/results",
+                        help="directory for the results file (default $OUT, else benchmarks/results)")
     args = parser.parse_args(argv)
-    names = args.collectives.split(",")
-    unknown = sorted(set(names) - set(COLLECTIVES))
-    if unknown:
-        parser.error(f"--collectives: unknown {unknown}; choose from {list(COLLECTIVES)}")
-    with gd.init(backend=args.backend) as pg:
-        nccl = pg.backend == "nccl"
-        where = torch.cuda.get_device_name(pg.device) if nccl else f"CPU ({platform.processor() or 'cpu'})"
-        if args.profile:
-            _profile(args.profile, args.calls, pg.device, nccl)
-            return 0
-        print(f"# per-call overhead, {pg.backend} on {where}, world size 1, in-process; 8-byte tensors")
-        print(f"# torch {torch.__version__}, Python {platform.python_version()}; {args.rounds} rounds x "
-              f"{args.calls} calls per side, interleaved; median over rounds"
-              + ("; these are CPU numbers" if not nccl else ""))
-        print("| collective | raw torch (us) | gpucomm.dist (us) | extra (us) | ratio "
-              "| Communicator (us) | extra (us) | ratio |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
-        for name in names:
-            raw, ours, comm, x_ours, x_comm, r_ours, r_comm = _measure(name, args.calls, args.rounds,
-                                                                       pg.device, nccl)
-            print(f"| {name} | {raw:.2f} | {ours:.2f} | {x_ours:+.2f} | {r_ours:.3f} | {comm:.2f} | "
-                  f"{x_comm:+.2f} | {r_comm:.3f} |", flush=True)
+    args.ops = args.ops.split(",")
+    unknown = sorted(set(args.ops) - set(OPS))
+    if unknown or args.factor < 2 or args.rounds < 1 or args.min_bytes > args.max_bytes:
+        parser.error(f"--ops/-f/--rounds/-b/-e: unknown ops {unknown}, or factor < 2, rounds < 1 or -b > -e")
+    n = args.nproc or (2 if args.backend == "gloo" else 1)
+    args.sizes = sizes(args.min_bytes, args.max_bytes, args.factor)
+    args.command = "python " + " ".join(shlex.quote(a) for a in (sys.argv if argv is None else
+                                                                 ["benchmarks/dist_call_overhead.py", *argv]))
+    if n == 1:
+        with gd.init(args.backend):
+            lines = _run(args)
+    else:
+        lines = gd.launch(_worker, n, args, backend=args.backend, timeout=3000)[0]
+    os.makedirs(args.out, exist_ok=True)
+    date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
+    path = os.path.join(args.out, f"dist-call-overhead_{_hardware(args.backend, n)}_{date}.txt")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines[-6:]))
+    print(f"wrote {path}")
     return 0
 
 

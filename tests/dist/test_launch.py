@@ -70,10 +70,10 @@ def _no_children_left() -> None:
     assert not leftover, f"processes left behind: {leftover}"
 
 
-def _fail(fn, *, timeout: float = TIMEOUT, **kwargs) -> tuple[LaunchError, float]:
+def _fail(fn, *args, timeout: float = TIMEOUT, **kwargs) -> tuple[LaunchError, float]:
     start = time.monotonic()
     with pytest.raises(LaunchError) as info:
-        launch(fn, 2, timeout=timeout, backend="gloo", **kwargs)  # the launcher is under test, not NCCL
+        launch(fn, 2, *args, timeout=timeout, backend="gloo", **kwargs)  # the launcher is under test, not NCCL
     elapsed = time.monotonic() - start
     _no_children_left()
     return info.value, elapsed
@@ -178,3 +178,118 @@ def _device_of_rank() -> str:
     gd.all_reduce(t)
     assert torch.cuda.current_device() == gd.get_rank()
     return str(t.device)
+
+
+# ----- probes: who is named, what is left behind, what is refused up front --------------------------
+def _rank_one_skips_the_collective() -> float:
+    if gd.get_rank() == 1:
+        return -1.0  # returns without joining the all_reduce rank 0 is blocked in
+    return _collective()
+
+
+def test_a_rank_that_returned_without_joining_a_collective_is_the_one_named():
+    timeout = 4.0
+    err, elapsed = _fail(_rank_one_skips_the_collective, timeout=timeout)
+    assert (err.rank, err.kind) == (1, "returned"), str(err)
+    assert "rank(s) 0 waited for it in a collective" in err.summary
+    others = {f.rank: f for f in err.failures[1:]}
+    assert others[0].kind == "timeout" and others[0].secondary
+    assert elapsed < timeout + 15
+
+
+def _spawn_grandchild_then_hang(pid_dir: str) -> None:
+    import subprocess
+    import sys
+
+    if gd.get_rank() == 1:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        with open(os.path.join(pid_dir, "grandchild.pid"), "w") as f:
+            f.write(str(child.pid))
+        time.sleep(3600)
+    _collective()
+
+
+def test_a_grandchild_of_a_hung_rank_does_not_outlive_the_launch(tmp_path):
+    err, _ = _fail(_spawn_grandchild_then_hang, str(tmp_path), timeout=4.0)
+    assert (err.rank, err.kind) == (1, "timeout")
+    pid = int((tmp_path / "grandchild.pid").read_text())
+    deadline = time.monotonic() + 5
+    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, f"grandchild {pid} of rank 1 outlived the launch"
+        time.sleep(0.1)
+
+
+def _record_pid_and_hang(pid_dir: str) -> None:
+    with open(os.path.join(pid_dir, f"rank{gd.get_rank()}.pid"), "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(3600)
+
+
+_SIGTERM_SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+import importlib.util
+spec = importlib.util.spec_from_file_location("probe_launch", {test_file!r})
+mod = importlib.util.module_from_spec(spec)
+sys.modules["probe_launch"] = mod
+spec.loader.exec_module(mod)
+from gpucomm.dist import launch
+launch(mod._record_pid_and_hang, 2, {pid_dir!r}, backend="gloo", timeout=300)
+"""
+
+
+def test_a_sigtermed_launcher_removes_its_directory_and_stops_its_ranks(tmp_path):
+    import subprocess
+    import sys
+
+    tmp, pids = tmp_path / "tmp", tmp_path / "pids"
+    tmp.mkdir()
+    pids.mkdir()
+    script = _SIGTERM_SCRIPT.format(tests=os.path.dirname(__file__), test_file=__file__, pid_dir=str(pids))
+    proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(tmp)})
+    try:
+        deadline = time.monotonic() + 90
+        while len(list(pids.glob("rank*.pid"))) < 2:
+            assert proc.poll() is None, f"the launcher ended early with {proc.returncode}"
+            assert time.monotonic() < deadline, "the ranks never started"
+            time.sleep(0.2)
+        assert [p.name for p in tmp.iterdir() if p.name.startswith("gpucomm-launch-")]  # it exists now
+        time.sleep(0.5)  # both ranks are in fn
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == -signal.SIGTERM  # it still dies of the SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not [p.name for p in tmp.iterdir() if p.name.startswith("gpucomm-launch-")]
+    for f in pids.glob("rank*.pid"):
+        pid = int(f.read_text())
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, f.name
+
+
+def test_an_unknown_backend_is_refused_before_anything_starts():
+    with pytest.raises(ValueError) as info:
+        launch(_collective, 2, backend="glooo")
+    msg = str(info.value)
+    assert msg.startswith("backend: expected one of ") and "'gloo'" in msg and "'glooo'" in msg
+    assert "\n" not in msg
+    _no_children_left()
+
+
+def test_more_ranks_than_the_machine_can_hold_are_refused_unless_asked_for():
+    too_many = 4 * (os.cpu_count() or 1) + 1
+    with pytest.raises(ValueError) as info:
+        launch(_collective, too_many, backend="gloo")
+    assert str(info.value).startswith("nprocs: expected at most ")
+    assert "allow_oversubscribe=True" in str(info.value)
+    for bad in (0, -3):
+        with pytest.raises(ValueError, match="nprocs: expected an int >= 1"):
+            launch(_collective, bad)
+    with pytest.raises(TypeError, match="allow_oversubscribe: expected a bool"):
+        launch(_collective, 2, allow_oversubscribe="yes")
+    _no_children_left()
+    assert gd.check_nprocs(too_many, "gloo", allow_oversubscribe=True) == too_many
+    with pytest.raises(ValueError, match=r"^--nproc: expected at most"):
+        gd.check_nprocs(too_many, "gloo", arg="--nproc")
+    with pytest.raises(TypeError, match=r"^--nproc: expected an int"):
+        gd.check_nprocs("4", "gloo", arg="--nproc")

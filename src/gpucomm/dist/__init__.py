@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import gpucomm.dist.debug as debug
 from gpucomm.dist.debug import CollectiveMismatchError, set_debug_check
-from gpucomm.dist.launch import LaunchError, RankFailure, launch
+from gpucomm.dist.launch import LaunchError, RankFailure, check_nprocs, launch, max_nprocs
 from gpucomm.dist.ops import (
     P2POp,
     all_gather_into_tensor,
@@ -82,6 +82,7 @@ __all__ = [
     "barrier",
     "batch_isend_irecv",
     "broadcast",
+    "check_nprocs",
     "current",
     "debug",
     "device",
@@ -93,6 +94,7 @@ __all__ = [
     "is_initialized",
     "isend",
     "launch",
+    "max_nprocs",
     "prepare",
     "read_env",
     "recv",

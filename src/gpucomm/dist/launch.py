@@ -20,7 +20,21 @@ Semantics:
   rank that failed first is the one named.  The process-group timeout is ``max(timeout, 60 s)``
   plus a margin, so a blocked collective fails too, after the launcher has named the rank that
   caused it (and so that a slow start-up does not trip the rendezvous).
-* Workers die with the launching process (Linux ``PR_SET_PDEATHSIG``), so none survives it.
+* **A rank that returned early is the culprit.**  When the run times out while some ranks are
+  blocked in a collective and others have already returned, the ranks that returned are named
+  (kind ``"returned"``: they skipped a collective their peers called); the blocked ones are listed
+  as caused by it.
+* **Nothing outlives the launch.**  Each worker leads its own session (``setsid``), so stopping a
+  rank stops its whole process group, grandchildren included, and at the end of every launch any
+  process still left in a rank's group is killed.  Workers die with the launching process (Linux
+  ``PR_SET_PDEATHSIG``).  A launcher that receives SIGTERM stops its ranks and removes its private
+  directory, then dies of the SIGTERM as it would have (its previous handler is restored and the
+  signal re-sent), so ``kill`` on a launch leaves nothing behind.
+* **How many ranks.**  ``nprocs`` must be >= 1; gloo refuses more than ``4 x os.cpu_count()``
+  ranks and NCCL more than the visible GPUs (NCCL cannot put two ranks of one communicator on one
+  GPU), because beyond that a launch does not fail, it thrashes: every rank imports torch and
+  spins in its collectives.  ``allow_oversubscribe=True`` lifts the gloo limit for those who know
+  better (a test of many tiny ranks, say); nothing lifts NCCL's.
 
 ``fn`` must be importable by the workers: a module-level function.  Functions defined in a file
 that is not on ``sys.path`` (a test file, say) are loaded from that file in the workers.  Return
@@ -30,6 +44,7 @@ values travel by value (plain pickle); a CUDA tensor comes back on the same devi
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import faulthandler
 import importlib
@@ -41,6 +56,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -53,12 +69,13 @@ import gpucomm.dist.process_group as _pg
 from gpucomm.devices import cuda_device_count
 from gpucomm.dist.debug import ENV_VAR as _DEBUG_ENV
 
-__all__ = ["LaunchError", "RankFailure", "launch"]
+__all__ = ["LaunchError", "RankFailure", "check_nprocs", "launch", "max_nprocs"]
 
 _KILL_GRACE_S = 3.0  # SIGTERM, then this long, then SIGKILL
 _COLLECT_S = 1.0  # after the first failure, how long to collect the others' before stopping them
 _PG_TIMEOUT_MARGIN_S = 5.0
 _STARTUP_MIN_S = 60.0  # importing torch in N fresh processes on a loaded machine can take a while
+_RANKS_PER_CPU = 4  # gloo: more ranks than this per core is thrashing, not a test
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,7 +85,8 @@ class RankFailure:
     rank: int
     """The failed rank."""
     kind: str
-    """"exception", "exit" (ended without a result), "signal" or "timeout"."""
+    """"exception", "exit" (ended without a result), "signal", "timeout" or "returned" (returned
+    while its peers were still blocked in a collective it never joined)."""
     summary: str
     """One line: ``ValueError: bad input``, ``exited with code 3``, ``killed by SIGKILL``, ..."""
     traceback: str = ""
@@ -199,7 +217,17 @@ def _die_with_parent() -> None:
         pass
 
 
+def _own_session() -> None:
+    # The rank leads a new session and process group (pgid = its pid), so the launcher can stop
+    # everything it started (grandchildren too) with one killpg.
+    try:
+        os.setsid()
+    except OSError:  # already a session leader
+        pass
+
+
 def _worker(rank: int, spec: _WorkerSpec, conn, fn, args: tuple) -> None:
+    _own_session()
     _die_with_parent()
     os.environ.update(_worker_env(spec, rank))
     stacks = open(os.path.join(spec.tmpdir, f"stack-{rank}.txt"), "w")  # kept open: the handler writes to it
@@ -257,6 +285,37 @@ def _looks_secondary(exc: BaseException) -> bool:
 # ---------------------------------------------------------------------------------------------------
 # the launcher
 # ---------------------------------------------------------------------------------------------------
+def max_nprocs(backend: str) -> int:
+    """The most ranks :func:`launch` starts on this machine for ``backend`` without ``allow_oversubscribe``."""
+    if backend == "nccl":
+        return cuda_device_count()
+    return _RANKS_PER_CPU * (os.cpu_count() or 1)
+
+
+def check_nprocs(nprocs: object, backend: str | None = None, *, allow_oversubscribe: bool = False,
+                 arg: str = "nprocs") -> int:
+    """Refuse a rank count this machine cannot hold (the rule is in this module's docstring).
+
+    CLIs call it at parse time, with ``arg="--nproc"``, so that the refusal is a usage error before
+    anything is written.  ``backend=None`` means the one :func:`launch` would choose.
+
+    Raises:
+        TypeError: ``nprocs`` is not an int.
+        ValueError: ``nprocs`` < 1, or more than :func:`max_nprocs` without ``allow_oversubscribe``.
+    """
+    if isinstance(nprocs, bool) or not isinstance(nprocs, int):
+        raise TypeError(f"{arg}: expected an int >= 1, but got {type(nprocs).__name__} {nprocs!r}")
+    if nprocs < 1:
+        raise ValueError(f"{arg}: expected an int >= 1, but got {nprocs!r}")
+    name = _choose_backend(backend, nprocs)
+    limit = max_nprocs(name)
+    if name != "nccl" and nprocs > limit and not allow_oversubscribe:
+        raise ValueError(f"{arg}: expected at most {limit} ranks on this machine ({_RANKS_PER_CPU} per CPU "
+                         f"core, {os.cpu_count()} cores), but got {nprocs}; lower it, or pass "
+                         f"allow_oversubscribe=True if you really mean it")
+    return nprocs
+
+
 def _choose_backend(backend: str | None, nprocs: int) -> str:
     if backend is None:
         return "nccl" if cuda_device_count() >= nprocs else "gloo"
@@ -276,7 +335,8 @@ def _check_not_nested() -> None:
 
 
 def launch(fn: Callable, nprocs: int, *args: Any, backend: str | None = None,
-           timeout: float = _pg.DEFAULT_TIMEOUT, debug_check: bool | None = None) -> list:
+           timeout: float = _pg.DEFAULT_TIMEOUT, debug_check: bool | None = None,
+           allow_oversubscribe: bool = False) -> list:
     """Run ``fn(*args)`` in ``nprocs`` local worker processes, each with the default process group ready.
 
     Args:
@@ -288,6 +348,7 @@ def launch(fn: Callable, nprocs: int, *args: Any, backend: str | None = None,
             ranks still running are stopped (start-up gets ``max(timeout, 60)`` seconds); the
             process-group timeout is derived from it.
         debug_check: True/False sets ``GPUCOMM_DEBUG_CHECK`` in the workers; None inherits it.
+        allow_oversubscribe: start more gloo ranks than ``4 x os.cpu_count()`` (see above).
 
     Returns:
         ``[fn's return value on rank 0, on rank 1, ...]``.
@@ -299,22 +360,62 @@ def launch(fn: Callable, nprocs: int, *args: Any, backend: str | None = None,
     """
     if isinstance(nprocs, bool) or not isinstance(nprocs, int) or nprocs < 1:
         raise ValueError(f"nprocs: expected an int >= 1, but got {nprocs!r}")
+    if not isinstance(allow_oversubscribe, bool):
+        raise TypeError(f"allow_oversubscribe: expected a bool, but got {type(allow_oversubscribe).__name__} "
+                        f"{allow_oversubscribe!r}")
     seconds = _pg.to_timedelta(timeout).total_seconds()
     ref = _fn_ref(fn)
     _check_picklable(args, "args")
     _check_not_nested()
     name = _choose_backend(backend, nprocs)
-    tmpdir = tempfile.mkdtemp(prefix="gpucomm-launch-")  # mkdtemp makes it 0700
-    spec = _WorkerSpec(nprocs=nprocs, backend=name,
-                       pg_timeout_s=max(seconds, _STARTUP_MIN_S) + _PG_TIMEOUT_MARGIN_S,
-                       tmpdir=tmpdir, debug_check=debug_check)
+    check_nprocs(nprocs, name, allow_oversubscribe=allow_oversubscribe)
+    spec = None
     tracker_was_running = _resource_tracker_running()
+    with _sigterm_cleans_up():
+        try:
+            tmpdir = tempfile.mkdtemp(prefix="gpucomm-launch-")  # mkdtemp makes it 0700
+            spec = _WorkerSpec(nprocs=nprocs, backend=name,
+                               pg_timeout_s=max(seconds, _STARTUP_MIN_S) + _PG_TIMEOUT_MARGIN_S,
+                               tmpdir=tmpdir, debug_check=debug_check)
+            return _Run(spec, ref, args, seconds).run()
+        finally:
+            if spec is not None:
+                shutil.rmtree(spec.tmpdir, ignore_errors=True)
+            if not tracker_was_running:
+                _stop_resource_tracker()
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived during a launch: unwind (stop the ranks, remove the directory), then die of it."""
+
+
+@contextlib.contextmanager
+def _sigterm_cleans_up():
+    """While a launch runs, SIGTERM unwinds it; afterwards the previous handler gets the signal.
+
+    Only in the main thread (where Python delivers signals) and only when SIGTERM is not ignored.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous == signal.SIG_IGN or previous is None:  # None: set outside Python; leave it alone
+        yield
+        return
+
+    def handler(signum, frame):
+        raise _Terminated()
+
+    signal.signal(signal.SIGTERM, handler)
     try:
-        return _Run(spec, ref, args, seconds).run()
+        yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, previous)
+        os.kill(os.getpid(), signal.SIGTERM)  # the cleanup is done: now die (or run the caller's handler)
+        raise KeyboardInterrupt("gpucomm.dist.launch: stopped by SIGTERM") from None  # a handler returned
     finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-        if not tracker_was_running:
-            _stop_resource_tracker()
+        if signal.getsignal(signal.SIGTERM) is handler:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _resource_tracker_running() -> bool:
@@ -347,6 +448,7 @@ class _Run:
         self.results: dict[int, Any] = {}
         self.failures: dict[int, RankFailure] = {}
         self.exited: set[int] = set()
+        self.returned_at: dict[int, float] = {}
 
     def run(self) -> list:
         try:
@@ -419,6 +521,7 @@ class _Run:
             self.ready.add(rank)
         elif tag == "result":
             self.results[rank] = pickle.loads(msg[2])
+            self.returned_at[rank] = time.time()
         elif tag == "error":
             _, _, at, summary, text, secondary = msg
             self.failures.setdefault(rank, RankFailure(rank=rank, kind="exception", summary=summary,
@@ -449,13 +552,24 @@ class _Run:
         now = time.time()
         stacks = _dump_stacks({r: self.procs[r] for r in pending}, self.spec.tmpdir)
         phase = "the run" if len(self.ready) == self.spec.nprocs else "start-up (process-group init)"
+        blocked = []
         for r in pending:
             stack = stacks.get(r, "")
             waiting = _waiting_in_collective(stack)
+            blocked += [r] if waiting else []
             self.failures[r] = RankFailure(  # a rank stuck in a collective, or with no stack, is not the culprit
                 rank=r, kind="timeout", traceback=stack, secondary=waiting or not stack, at=now,
                 summary=f"did not finish {phase} within timeout={self.timeout_s:g} s"
                         + (" (blocked in a collective)" if waiting else ""))
+        if blocked and len(blocked) == len(pending):
+            # Everyone still running waits in a collective that the ranks which returned never
+            # joined: those returned ranks are the cause.
+            names = ", ".join(map(str, blocked))
+            for r in sorted(self.results):
+                self.failures[r] = RankFailure(
+                    rank=r, kind="returned", at=self.returned_at.get(r, now),
+                    summary=f"returned while rank(s) {names} waited for it in a collective it never "
+                            f"joined (a collective called on some ranks only)")
 
     def _stop(self) -> None:
         if not self.failures:  # every rank returned: let them finish tearing down on their own
@@ -464,7 +578,7 @@ class _Run:
                 p.join(max(0.0, end - time.monotonic()))
         alive = [p for p in self.procs if p.is_alive()]
         for p in alive:
-            p.terminate()
+            _signal_group(p, signal.SIGTERM)
         end = time.monotonic() + _KILL_GRACE_S
         for p in alive:
             p.join(max(0.0, end - time.monotonic()))
@@ -472,13 +586,30 @@ class _Run:
             if p.is_alive():
                 p.kill()
             p.join(_KILL_GRACE_S)
+        for p in self.procs:  # whatever a rank started and left behind goes with it
+            _signal_group(p, signal.SIGKILL)
         for c in self.conns:
             c.close()
 
 
+def _signal_group(p, sig: int) -> None:
+    """Send ``sig`` to the process group the worker leads (itself and what it started), and to it."""
+    if not p.pid:
+        return
+    try:
+        os.killpg(p.pid, sig)  # pgid == pid: the worker called setsid()
+    except (ProcessLookupError, PermissionError):
+        pass
+    if p.is_alive():
+        try:
+            os.kill(p.pid, sig)  # a worker that had not reached setsid yet
+        except ProcessLookupError:
+            pass
+
+
 def _order(failures) -> list[RankFailure]:
     """The first-failed rank first: own failures before peer-caused ones, then by time."""
-    primary_kind = {"exception": 0, "exit": 1, "signal": 1, "timeout": 2}
+    primary_kind = {"exception": 0, "exit": 1, "signal": 1, "returned": 1, "timeout": 2}
     return sorted(failures, key=lambda f: (f.secondary, primary_kind.get(f.kind, 3), f.at, f.rank))
 
 

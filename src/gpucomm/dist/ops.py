@@ -260,7 +260,7 @@ def send_recv(output: torch.Tensor, input: torch.Tensor, group=None, async_op: b
     post first.  In a world of one the output is a copy of the input.
     """
     _check2("send_recv", group, "output", output, "input", input)
-    n, me = td.get_world_size(group), td.get_rank(group)
+    _, n, me = _group_info(group)  # cached: size and group rank never change
     if n == 1:
         output.copy_(input)
         return _AllWorks([]) if async_op else None

@@ -47,6 +47,7 @@ __all__ = [
     "device",
     "init",
     "is_initialized",
+    "known_backends",
     "read_env",
     "shutdown",
     "to_timedelta",
@@ -175,6 +176,15 @@ _state: dict[str, object] = {}  # the running group's ProcessGroup and private s
 _GROUP_INFO: dict[object, tuple[str, int, int]] = {}  # gpucomm.dist's cache: group -> (backend, size, rank)
 
 
+def known_backends() -> list[str]:
+    """The backends this torch build has ("gloo", "nccl", "mpi", "ucc", ... and registered ones).
+
+    torch's tracing-only ``"fake"`` backend is left out: it moves no data.
+    """
+    names = [b for b in getattr(td.Backend, "backend_list", ["gloo", "nccl", "mpi"]) if b not in ("undefined", "fake")]
+    return [b for b in names if getattr(td, f"is_{b}_available", lambda: True)()]
+
+
 def _check_backend(backend: str | None) -> str:
     if backend is None:
         return default_backend()
@@ -185,6 +195,10 @@ def _check_backend(backend: str | None) -> str:
     if name == "nccl" and cuda_device_count() == 0:
         raise ValueError("backend: 'nccl' needs CUDA devices, but none is visible; "
                          "use backend='gloo' (or leave backend=None) on a CPU-only machine")
+    valid = known_backends()
+    if name not in valid and ":" not in name:  # "cpu:gloo,cuda:nccl" is torch's to check
+        raise ValueError(f"backend: expected one of {', '.join(map(repr, valid))}, but got {backend!r}; "
+                         f"use 'gloo' on CPU or 'nccl' on NVIDIA GPUs (or None to choose)")
     return name
 
 
