@@ -224,3 +224,65 @@ def test_gpu_host_sync_in_forward_is_named():
         _run(SingleStrategy, cfg, True, workload)
     eager = _run(SingleStrategy, cfg, False, workload)  # the eager run is unaffected
     assert len(eager.losses) == cfg.steps
+
+
+# ----- benchmarks/train_graphs.py --------------------------------------------------------------------------
+def _bench():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "train_graphs.py"
+    spec = importlib.util.spec_from_file_location("train_graphs_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["train_graphs_bench"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_TINY = ["--model", "gpt-tiny", "--batch", "2", "--replicas", "2", "--blocks", "2", "--block-steps", "1",
+         "--warmup", "0"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU form")
+def test_benchmark_cpu_form_times_eager_and_says_graphs_are_unavailable(tmp_path, capsys):
+    import json
+
+    assert _bench().main(["--device", "cpu", *_TINY, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    txt = next(tmp_path.glob("train-graphs_cpu_*.txt")).read_text()
+    assert txt in out.replace(f"wrote {tmp_path}", "")  # printed as written
+    assert "# command: python benchmarks/train_graphs.py --device cpu --model gpt-tiny" in txt
+    assert "graphs: unavailable on this device; eager timed only" in txt and "CPU numbers" in txt
+    lines = [json.loads(line) for line in next(tmp_path.glob("train-graphs_cpu_*.jsonl")).read_text().splitlines()]
+    assert lines[0]["env"]["model"] == "gpt-tiny"
+    rows = {(r["form"], r["mode"]): r for r in lines[1:]}
+    assert list(rows) == [("single", "eager"), ("single", "graphs"), ("replicated x2", "eager"),
+                          ("replicated x2", "graphs")]
+    assert rows[("single", "graphs")]["status"] == "unavailable"
+    rep = rows[("replicated x2", "eager")]
+    assert rep["status"] == "ok" and rep["losses_match"] and rep["vs_single_eager_max_rel"] <= 1e-5
+    assert rep["host_ms_per_replica"] > 0 and rep["gpu_ms_per_replica"] is None
+    assert {"forward", "backward", "all_reduce", "optimizer"} <= set(rep["host_phases_ms_per_replica"])
+    for line in txt.splitlines():
+        if not line.startswith(("#", "[")):
+            assert len(line) <= 80, line
+
+
+def test_benchmark_bad_flags_are_usage_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        _bench().main(["--device", "cpu", "--replicas", "1", "--out", str(tmp_path / "x")])
+    assert exc.value.code == 2 and "--replicas: expected integers >= 2" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+@requires_gpus(1)
+def test_benchmark_tiny_gpu_form(tmp_path):
+    import json
+
+    flags = ["--device", "cuda", *_TINY, "--block-steps", "2", "--out", str(tmp_path), "--hardware", "test"]
+    assert _bench().main(flags) == 0  # 2 steps per block: one host-timed, one GPU-timed
+    rows = [json.loads(line) for line in (next(tmp_path.glob("train-graphs_test_*.jsonl"))).read_text().splitlines()]
+    graphed = [r for r in rows[1:] if r["mode"] == "graphs"]
+    assert len(graphed) == 2 and all(r["status"] == "ok" and r["losses_match"] for r in graphed)
+    assert all(r["gpu_ms_per_replica"] > 0 and r["ratio"] > 0 for r in graphed)
