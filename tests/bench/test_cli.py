@@ -62,7 +62,7 @@ def test_usage_errors_exit_2_with_one_line(flags, needle, tmp_path, capsys):
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(err) == 1, err
     assert needle in err[0]
-    assert not (tmp_path / "out" / records.RECORDS_FILE).exists()  # nothing half-written
+    assert not (tmp_path / "out").exists()  # flags are checked before the results directory is made
 
 
 def test_unwritable_out_is_a_usage_error(tmp_path, capsys):

@@ -37,6 +37,9 @@ def test_tiny_cuda_run_with_events(tmp_path):
     assert {r["world_size"] for r in rows if r["backend"] in ("torch.distributed", "gpucomm.dist")} == {1}
     assert all(r["time_us_median"] > 0 and r["time_us_p99"] >= r["time_us_median"] for r in rows)
     assert (tmp_path / "run" / "report.md").exists()
+    forms = {r["form"] for r in rows if r["backend"] == "gpucomm.comm"}
+    assert "plain" in forms and forms <= {"plain", "prepared", "graph"}
+    assert all("plain call" in r["note"] for r in rows if r["form"] != "plain")
 
 
 @requires_gpus(1)

@@ -85,3 +85,12 @@ def test_prepared_rows_are_checked_and_labelled():
     assert "prepared" in record.note and "torch.cuda.comm's plain call" in record.note
     assert measure(backend, case, CFG).form == "plain"
     validate_row(to_row(record))
+
+
+def test_graph_form_is_planned_only_under_eager_cuda_timing():
+    all_forms = {"gpucomm.comm": ("plain", "prepared", "graph")}
+    cuda = dataclasses.replace(CFG, device_type="cuda", ops=(C.ALL_REDUCE,))
+    eager = plan(cuda, [BACKENDS["gpucomm.comm"]], 3, all_forms)
+    assert [p.form for p in eager[:3]] == ["plain", "prepared", "graph"]
+    captured = plan(dataclasses.replace(cuda, cuda_graph=True), [BACKENDS["gpucomm.comm"]], 3, all_forms)
+    assert {p.form for p in captured} == {"plain", "prepared"}  # a graph is not captured inside a graph

@@ -17,7 +17,7 @@ import torch
 import torch.distributed as td
 
 from gpucomm import collectives
-from gpucomm.bench.backends import BACKENDS, GROUP, PLAIN, PREPARED, Backend
+from gpucomm.bench.backends import BACKENDS, GRAPH, GROUP, PLAIN, PREPARED, Backend
 from gpucomm.bench.buffers import BufferSet, Case
 from gpucomm.collectives.spec import Args, Invocation
 
@@ -35,8 +35,11 @@ class Adapter:
         self.devices = list(devices)
         self.participants = list(participants)
         self.n, self.world_size, self.rank = n, world_size, rank
-        self.forms = tuple(f for f in self.spec.forms if f != PREPARED or callable(getattr(lib, "prepare", None)))
-        """The forms this library offers here: "prepared" only where it has ``prepare``."""
+        prepares = callable(getattr(lib, "prepare", None))
+        cuda = self.devices[0].type == "cuda"
+        self.forms = tuple(f for f in self.spec.forms
+                           if f == PLAIN or (prepares and (f == PREPARED or (f == GRAPH and cuda))))
+        """The forms this library offers here: "prepared" where it has ``prepare``, "graph" also on CUDA."""
 
     @property
     def name(self) -> str:
@@ -69,7 +72,7 @@ class Adapter:
             return inv.bind()
         if form not in self.forms:
             raise ValueError(f"{self.name}: form {form!r} is not offered here; expected one of {self.forms}")
-        return inv.prepared(self.lib)
+        return inv.prepared(self.lib, graph=form == GRAPH)
 
     def outputs(self, case: Case, bufs: BufferSet, inv: Invocation, returned: Any) -> list:
         """The tensors to check after a call: the buffers' outputs, or the result a call allocated."""

@@ -14,8 +14,9 @@ participant per rank of a process group.  Which collectives a backend offers, an
 come from each collective's row (``row.calls.<library>``, :mod:`gpucomm.collectives`), never from here.
 
 A backend times every collective it offers in each of its ``forms``: "plain" (the call a user writes)
-and, where the library has ``prepare``, "prepared" (checked once, rerun without checks).  A
-"prepared" row's speedup is against the baseline's *plain* call — the question "what does the wrapper
+and, where the library has ``prepare``, "prepared" (checked once, rerun without checks) and, on CUDA
+under eager timing, "graph" (prepared with ``graph=True``: one captured call, replayed).  A
+"prepared" or "graph" row's speedup is against the baseline's *plain* call — the question "what does the wrapper
 cost or save over the raw library" — and its note says so.
 
 This module imports no torch (the CLI's ``--help``, the report and the advisor read it); the runtime
@@ -36,6 +37,7 @@ __all__ = [
     "BACKENDS",
     "GROUP",
     "LOCAL_BACKENDS",
+    "GRAPH",
     "PLAIN",
     "PREPARED",
     "PROCESS",
@@ -66,7 +68,7 @@ class Backend:
     note: str
     """One line for reports: what is being called, and how."""
     forms: tuple[str, ...] = (PLAIN,)
-    """Forms it is timed in: "plain", and "prepared" where the library offers ``prepare``."""
+    """Forms it is timed in: "plain"; "prepared" and "graph" where the library offers ``prepare``."""
     placements: tuple[str, ...] | None = None
     """Placements it measures; None = each row's own (torch.cuda.comm has only ``out=`` forms)."""
     device_type: str | None = None
@@ -115,12 +117,12 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in sorted((
             note="torch.cuda.comm as users call it: out= where torch offers it",
             placements=(OUT_OF_PLACE,), device_type="cuda", adapter=f"{_ADAPTERS}:TorchCudaComm"),
     Backend(name="gpucomm.comm", baseline="torch.cuda.comm", order=20, scope=PROCESS, library="communicator",
-            note="gpucomm.comm through LocalCommunicator", forms=(PLAIN, PREPARED),
+            note="gpucomm.comm through LocalCommunicator", forms=(PLAIN, PREPARED, GRAPH),
             adapter=f"{_ADAPTERS}:GpucommComm"),
     Backend(name="torch.distributed", baseline=None, order=30, scope=GROUP, library="torch_distributed",
             note="raw torch.distributed calls, one participant per rank", adapter=f"{_ADAPTERS}:TorchDistributed"),
     Backend(name="gpucomm.dist", baseline="torch.distributed", order=40, scope=GROUP, library="communicator",
-            note="gpucomm.dist through ProcessGroupCommunicator", forms=(PLAIN, PREPARED),
+            note="gpucomm.dist through ProcessGroupCommunicator", forms=(PLAIN, PREPARED, GRAPH),
             adapter=f"{_ADAPTERS}:GpucommDist"),
 ), key=lambda b: b.order)}
 """Every backend by name, in display order."""

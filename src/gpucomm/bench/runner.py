@@ -19,7 +19,7 @@ from gpucomm import collectives
 from gpucomm.bench import check as _checks
 from gpucomm.bench import metrics, timing
 from gpucomm.bench.adapters import Adapter
-from gpucomm.bench.backends import PLAIN, PREPARED, Backend
+from gpucomm.bench.backends import GRAPH, PLAIN, PREPARED, Backend
 from gpucomm.bench.buffers import BufferSet, Case, allocate, fill, plan_case, set_nbytes
 from gpucomm.bench.check import count_wrong, expected
 from gpucomm.bench.config import BenchConfig
@@ -69,7 +69,8 @@ def plan(cfg: BenchConfig, backends: Sequence[Backend], n: int, forms: Forms | N
                     for b in backends:
                         if b.unsupported(op, dtype, rop, cfg.device_type):
                             continue
-                        offered = (forms or {}).get(b.name, b.forms)
+                        offered = [f for f in (forms or {}).get(b.name, b.forms)
+                                   if not (f == GRAPH and cfg.timing == timing.CUDA_GRAPH)]  # no nested capture
                         for placement in b.placements_for(op):
                             case = plan_case(op, size, n, dtype, rop, placement, cfg.root)
                             for form in (f for f in b.forms if f in offered):
@@ -84,8 +85,8 @@ def unsupported_reasons(cfg: BenchConfig, backends: Sequence[Backend], forms: Fo
     lines: dict[str, None] = {}
     for b in backends:
         missing = [f for f in b.forms if f not in (forms or {}).get(b.name, b.forms)]
-        if missing:
-            lines[f"{b.name}: {', '.join(missing)} form not measured (the library has no prepare() yet)"] = None
+        if PREPARED in missing:
+            lines[f"{b.name}: prepared form not measured (its library has no prepare())"] = None
     for op in cfg.ops:
         rops = cfg.reduce_ops if collectives.get(op).reduces else (None,)
         for b in backends:
@@ -184,8 +185,9 @@ def _note(backend: Adapter, case: Case, form: str) -> str:
     row_note = collectives.get(case.op).calls.notes.get(backend.spec.library)
     if row_note:
         notes.append(row_note)
-    if form == PREPARED and backend.spec.baseline:
-        notes.append(f"prepared (checked once) vs {backend.spec.baseline}'s plain call")
+    if form != PLAIN and backend.spec.baseline:
+        how = "prepared (checked once)" if form != GRAPH else "prepared and replayed from a CUDA graph"
+        notes.append(f"{how} vs {backend.spec.baseline}'s plain call")
     return "; ".join(notes)
 
 

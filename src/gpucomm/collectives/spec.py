@@ -161,8 +161,13 @@ class Invocation:
         """A zero-argument callable that performs the call (arguments resolved once, here)."""
         return functools.partial(self.fn, *self.args, **self.kwargs)
 
-    def prepared(self, lib: Any) -> Callable[[], Any]:
-        """The same call through ``lib.prepare(name, *args, **kwargs)``: checked once, rerun without checks."""
+    def prepared(self, lib: Any, *, graph: bool = False) -> Callable[[], Any]:
+        """The same call through ``lib.prepare(name, *args, **kwargs)``: checked once, rerun without checks.
+
+        ``graph=True`` asks the library to capture the call into a CUDA graph that the callable replays.
+        """
+        if graph:
+            return lib.prepare(self.name, *self.args, graph=True, **self.kwargs)
         return lib.prepare(self.name, *self.args, **self.kwargs)
 
 
