@@ -318,7 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/train_graphs.py" + "".join(f" {shlex.quote(a)}" for a in (argv or sys.argv[1:]))
     env = {"command": command, "python": platform.python_version(), "torch": torch.__version__,
            "device": torch.cuda.get_device_name(0) if args.device == "cuda" else platform.processor() or "cpu",
-           "model": args.model, "batch_per_replica": args.batch, "utc": dt.datetime.now(dt.timezone.utc).isoformat()}
+           "model": args.model, "batch_per_replica": args.batch, "utc": dt.datetime.now(dt.timezone.utc).isoformat(),
+           "cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)}  # a shared machine shows here
     timer = _Timer(args.device)
     rows: list[dict] = []
     skipped = []
