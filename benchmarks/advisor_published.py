@@ -126,7 +126,8 @@ def _layout(d: dict) -> str:
 
 def report(results: list[dict], path: Path, elapsed: float) -> str:
     lines = ["# gpucomm advise vs published training runs", "",
-             f"command: python benchmarks/advisor_published.py {path.name if path == DEFAULT else path}",
+             "command: python benchmarks/advisor_published.py " + " ".join(sys.argv[1:])
+             + (f"  (rows: {path} relative to the repository's parent: the default)" if path == DEFAULT else ""),
              "hardware: none used (predictions); published runs on A100/H100 clusters as each row states", "",
              "| id | published tok/s/GPU | predicted | error | fits | layout (searched keys filled in) | MFU |",
              "|---|---:|---:|---:|---|---|---:|"]

@@ -17,7 +17,7 @@ BASE = ["advise", "--hardware", "h200-nvswitch", "--gpus", "8", "--model", "gpt-
 @pytest.mark.parametrize("argv,match", [
     (["advise", "--hardware", "h900", "--model", "gpt-124m"], "no such profile"),
     (["advise", "--hardware", "cpu-gloo", "--model", "gpt-124m"], "only via --calibrate"),
-    (["advise", "--hardware", "h200-nvswitch", "--model", "gpt-7t"], "not a built-in model"),
+    (["advise", "--hardware", "h200-nvswitch", "--model", "gpt-7t"], "no such preset"),
     (["advise", "--model", "gpt-124m"], "--hardware"),
     (["advise", "--hardware", "h200-nvswitch", "--gpus", "16", "--model", "mlp"], "--nodes"),
     (["advise", "--hardware", "h200-nvswitch", "--network", "tokenring", "--model", "mlp"], "--network"),
@@ -86,3 +86,114 @@ def test_custom_gpt_shape_counts_activations(capsys):
     assert not rows["fsdp"]["fits"]  # 74 GiB of activations at 8 sequences of 2048 per GPU
     assert main(["advise", "--hardware", "h100-nvswitch", "--layers", "32", "--model", "mlp"]) == 2
     assert "--d-model" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------- planner
+PLAN = ["advise", "--hardware", "a100-nvlink3", "--nodes", "8", "--gpus", "8", "--model", "llama3-70b",
+        "--global-batch", "64"]
+_ROW_KEYS = {"layout", "tokens_per_s_per_gpu", "step_time_s", "memory_per_gpu_bytes", "memory_capacity_bytes",
+             "fits", "mfu", "reason"}
+
+
+def test_planner_json_contract(capsys):
+    assert main([*PLAN, "--layout", "shard=fsdp,ac=full", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["advice"]
+    assert rows and rows[0]["rank"] == 1
+    for row in rows:
+        assert _ROW_KEYS <= set(row)
+        assert set(row["layout"]) == {"tp", "pp", "cp", "dp", "shard", "mb", "ac", "vpp"}
+        assert row["layout"]["shard"] == "fsdp" and row["layout"]["ac"] == "full"
+        terms = [row[f"memory_{k}_bytes"] for k in ("params", "grads", "optimizer", "activations", "logits",
+                                                     "buffers", "reserve")]
+        assert abs(sum(terms) - row["memory_per_gpu_bytes"]) <= len(terms)
+        records.validate_row(row)
+    tps = [r["tokens_per_s_per_gpu"] for r in rows[1:]]
+    assert tps == sorted(tps, reverse=True)
+
+
+def test_issue_case_70b_on_64_a100_is_feasible(capsys):
+    # issue 11, case 2: torchtitan's FSDP2 + full AC run; the advisor used to call every strategy infeasible
+    assert main([*PLAN, "--layout", "tp=1,pp=1,cp=1,dp=64,shard=fsdp,mb=1,ac=full", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["advice"][0]
+    assert row["fits"] and row["memory_per_gpu_bytes"] < row["memory_capacity_bytes"]
+
+
+def test_arch_is_the_same_model_as_the_preset(capsys):
+    arch = "layers=80,hidden=8192,heads=64,kv_heads=8,ffn=28672,vocab=128256,seq=8192"
+    argv = [a for a in PLAN if a not in ("--model", "llama3-70b")]
+    assert main([*argv, "--arch", arch, "--layout", "shard=fsdp,ac=full,mb=1", "--json"]) == 0
+    a = json.loads(capsys.readouterr().out)["advice"][0]
+    assert main([*PLAN, "--layout", "shard=fsdp,ac=full,mb=1", "--json"]) == 0
+    b = json.loads(capsys.readouterr().out)["advice"][0]
+    assert a["params"] == b["params"] and a["tokens_per_s_per_gpu"] == b["tokens_per_s_per_gpu"]
+
+
+def test_list_hardware_lists_every_profile_with_sources(capsys):
+    from gpucomm.advisor import hardware
+
+    assert main(["advise", "--list-hardware"]) == 0
+    out = capsys.readouterr().out
+    for name in hardware.PROFILES:
+        assert name in out
+    assert "GiB usable" in out and "ib-ndr400x8" in out
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--layout", "tp=3"], ["tp=3", "64 attention heads"]),
+    (["--layout", "tp=16"], ["tp=16", "exceeds"]),
+    (["--layout", "tp=8,pp=2,dp=8"], ["dp*tp*pp*cp", "64 GPUs"]),
+    (["--layout", "dp=64,mb=3"], ["mb=3", "per-replica batch 1"]),
+    (["--layout", "bogus=1"], ["bogus", "known keys"]),
+    (["--layout", "shard=zero9"], ["zero9"]),
+    (["--arch", "layers=2,hidden=64,heads=4,colour=red"], ["colour"]),
+    (["--seq-len", "0"], ["--seq-len 0"]),
+    (["--seq-len", "-5"], ["--seq-len -5"]),
+    (["--dtype", "int3"], ["int3"]),
+])
+def test_planner_bad_input_is_one_line_exit_2(extra, words, capsys):
+    argv = list(PLAN)
+    if extra[0] == "--arch":
+        argv = [a for a in PLAN if a not in ("--model", "llama3-70b")]
+    assert main([*argv, *extra]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.count("\n") == 0 and all(w in err for w in words), err
+    assert captured.out == "" and "Traceback" not in err
+
+
+def test_global_batch_that_does_not_divide(capsys):
+    assert main([*PLAN[:-2], "--global-batch", "100", "--layout", "dp=64"]) == 2
+    assert "--global-batch 100" in capsys.readouterr().err
+    assert main([*BASE[:-2], "--global-batch", "100"]) == 2
+    assert "--global-batch 100" in capsys.readouterr().err
+
+
+def test_save_profile_under_a_regular_file_is_one_line(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main([*BASE, "--save-profile", str(blocker / "p.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--save-profile" in err and "\n" not in err
+
+
+def test_planner_rows_render_at_80_columns(capsys):
+    import io
+
+    from rich.console import Console
+
+    from gpucomm.advisor.cli import _plan_rows, _planner_job, config_from_args
+    from gpucomm.advisor.search import search
+    from gpucomm.cli import build_parser
+    from gpucomm.report.terminal import advice_table
+
+    args = build_parser().parse_args(PLAN)
+    cfg = config_from_args(args)
+    cfg.gpus = 8
+    from gpucomm.advisor import hardware
+
+    job, _ = _planner_job(cfg, hardware.get("a100-nvlink3"))
+    rows = _plan_rows(search(job, {"shard": "fsdp"}, top=5), job, hardware.get("a100-nvlink3"))
+    for width in (80, 120):
+        buf = io.StringIO()
+        Console(file=buf, width=width).print(advice_table(rows))
+        assert all(len(line) <= width for line in buf.getvalue().splitlines())

@@ -174,8 +174,8 @@ def check(layout: Layout, arch: models.Architecture, *, gpus: int, gpus_per_node
         raise LayoutError(f"--layout cp={L.cp}: must divide the sequence length {seq}; use a divisor")
     if L.shard == "hsdp" and nodes < 2:
         raise LayoutError("--layout shard=hsdp: replicates across machines, but there is one; use fsdp")
-    if L.shard != "none" and L.dp == 1:
-        raise LayoutError(f"--layout shard={L.shard}: needs dp > 1 to shard over; use shard=none")
+    if L.shard != "none" and L.dp * L.cp == 1:
+        raise LayoutError(f"--layout shard={L.shard}: needs dp*cp > 1 GPUs to shard over; use shard=none")
     if global_batch % L.dp:
         raise LayoutError(f"--global-batch {global_batch}: must divide into dp={L.dp} replicas; "
                           f"use a multiple of {L.dp}")

@@ -108,7 +108,7 @@ def memory(arch: Architecture, layout: Layout, *, global_batch: int, seq: int, g
     first = arch.embedding_params() + per_stage * arch.layer_params()
     last = per_stage * arch.layer_params() + arch.norm_params() + (
         arch.head_params() or (arch.vocab * arch.hidden if L.pp > 1 else 0))  # a tied head is a copy there
-    stage_params = max(first, last) / L.tp
+    stage_params = (arch.params() if L.pp == 1 else max(first, last)) / L.tp
     n = shard_size(L, gpus_per_node)
     stage = {"none": 0, "zero1": 1, "zero2": 2}.get(L.shard, 3)
     params = weight_bytes * stage_params / (n if stage >= 3 else 1)

@@ -115,7 +115,8 @@ def _divisors(n: int) -> list[int]:
 def candidates(job: Job, fixed: dict) -> list[Layout]:
     """Every layout consistent with the ``fixed`` keys that passes :func:`~gpucomm.advisor.layout.check`."""
     n, g = job.gpus, job.gpus_per_node
-    tps = [fixed["tp"]] if "tp" in fixed else [t for t in _divisors(job.arch.heads) if t <= g and n % t == 0]
+    tps = [t for t in ([fixed["tp"]] if "tp" in fixed else _divisors(job.arch.heads))
+           if t <= g and n % t == 0 and job.arch.heads % t == 0]
     cps = [fixed["cp"]] if "cp" in fixed else ([1, 2, 4, 8] if job.seq >= 8192 else [1])
     shards = [fixed["shard"]] if "shard" in fixed else list(lay.SHARDS)
     acs = [fixed["ac"]] if "ac" in fixed else list(lay.AC)

@@ -215,8 +215,8 @@ def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, g
         p2p = 2 * L.vpp * (m + L.pp - 1) * (act / tp / bw + alpha)
 
     # data parallel
-    stage_params = (max(arch.embedding_params() + per_stage * arch.layer_params(),
-                        per_stage * arch.layer_params() + arch.head_params()) / tp)
+    stage_params = (arch.params() if L.pp == 1 else max(arch.embedding_params() + per_stage * arch.layer_params(),
+                                                         per_stage * arch.layer_params() + arch.head_params())) / tp
     n = L.dp * L.cp
     per_node = max(1, gpus_per_node // tp)
     grads = stage_params * grad_bytes

@@ -1,0 +1,65 @@
+"""benchmarks/advisor_published.py: rows become CLI commands, the report and its summary line."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "advisor_published.py"
+_spec = importlib.util.spec_from_file_location("advisor_published", _PATH)
+pub = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pub)
+
+# Three rows in the published file's format (values as the sources publish them).
+ROWS = [
+    {"id": "mlm21-t2-ptdp-174.6b-384g", "model_name": "GPT 174.6B", "layers": 96, "hidden": 12288, "heads": 96,
+     "kv_heads": None, "seq_len": 2048, "vocab": 51200, "gpu": "A100-SXM", "gpu_mem_gb": 80, "gpus_total": 384,
+     "tp": 8, "pp": 12, "cp": 1, "vpp": None, "sharding": "none (PTD-P)", "micro_batch_per_gpu": 1,
+     "global_batch_seqs": 1536, "activation_checkpointing": "full (Eq.3 accounting)", "reported": {},
+     "derived": {"tokens_per_s_per_gpu": 106.7}},
+    {"id": "tt24a-llama3-70b-64g", "model_name": "Llama 3 70B", "layers": 80, "hidden": 8192, "heads": 64,
+     "kv_heads": 8, "seq_len": 8192, "vocab": 128256, "gpu": "A100", "gpu_mem_gb": 80, "gpus_total": 64,
+     "tp": 1, "pp": 1, "cp": 1, "vpp": None, "sharding": "FSDP2 (full shard, 64)", "micro_batch_per_gpu": 1,
+     "global_batch_seqs": 64, "activation_checkpointing": "full", "reported": {"wps_per_gpu": 331}},
+    {"id": "mlm19-1.2b-1g", "model_name": "GPT-2 1.2B", "layers": 40, "hidden": 1536, "heads": 16,
+     "kv_heads": None, "seq_len": None, "vocab": 51200, "gpu": "V100-SXM3", "gpu_mem_gb": 32, "gpus_total": 1,
+     "tp": 1, "pp": 1, "cp": 1, "sharding": "none", "micro_batch_per_gpu": None, "global_batch_seqs": None,
+     "activation_checkpointing": None, "reported": {"tflops_per_gpu": 39}},
+]
+
+
+def test_command_follows_the_cli_contract():
+    argv, why = pub.command(ROWS[1])
+    assert why == "" and argv[0] == "advise" and "--json" in argv
+    layout = argv[argv.index("--layout") + 1]
+    assert layout == "tp=1,pp=1,cp=1,shard=fsdp,mb=1,ac=full"
+    assert "ffn=28672" in argv[argv.index("--arch") + 1]
+    assert pub.command(ROWS[2])[0] is None and "TFLOP/s" in pub.command(ROWS[2])[1]
+
+
+def test_script_runs_on_a_few_rows(tmp_path, capsys):
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    out = tmp_path / "report.txt"
+    assert pub.main([str(path), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text == capsys.readouterr().out
+    assert "| mlm21-t2-ptdp-174.6b-384g | 106.7 |" in text and "| tt24a-llama3-70b-64g | 331.0 |" in text
+    summary = text.strip().splitlines()[-1]
+    assert summary.startswith("summary: 2 rows evaluated of 3") and "called infeasible: 0" in summary
+    assert "mlm19-1.2b-1g" in text.split("Not evaluated:")[1]
+
+
+def test_unreadable_file_is_a_usage_error(tmp_path, capsys):
+    assert pub.main([str(tmp_path / "missing.jsonl")]) == 2
+    assert "missing.jsonl" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not pub.DEFAULT.exists(), reason="the published-training file is outside the repository")
+def test_the_published_file_evaluates_without_errors():
+    rows = [json.loads(line) for line in pub.DEFAULT.read_text().splitlines() if line.strip()]
+    results = pub.evaluate(rows)
+    assert all("error" not in r for r in results)

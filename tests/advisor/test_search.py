@@ -1,0 +1,80 @@
+"""The planner's search: every candidate valid, fixed keys respected, ranking, speed of a large case."""
+
+import pytest
+
+from gpucomm import models
+from gpucomm.advisor import hardware
+from gpucomm.advisor.layout import LayoutError, check
+from gpucomm.advisor.search import TIE_MARGIN, Job, candidates, evaluate, search, simplicity
+
+
+def _job(model="llama3-8b", hw="h100-nvswitch", nodes=1, batch=16, seq=None):
+    arch = models.get(model)
+    return Job(arch=arch, profile=hardware.get(hw), nodes=nodes, gpus_per_node=8, global_batch=batch,
+               seq=seq or arch.seq)
+
+
+def test_every_candidate_passes_the_checks():
+    job = _job(nodes=2, batch=32)
+    cands = candidates(job, {})
+    assert len(cands) > 100
+    for lo in cands:
+        check(lo, job.arch, gpus=16, gpus_per_node=8, global_batch=32, seq=job.seq, nodes=2)
+    assert {lo.shard for lo in cands} == {"none", "zero1", "zero2", "zero3", "fsdp", "hsdp"}
+
+
+def test_fixed_keys_are_respected():
+    plans = search(_job(nodes=8, model="llama3-70b", hw="a100-nvlink3", batch=64), {"shard": "fsdp", "ac": "full"})
+    assert all(p.layout.shard == "fsdp" and p.layout.ac == "full" for p in plans)
+
+
+def test_recommendation_is_the_simplest_within_the_margin():
+    plans = search(_job())
+    best = plans[0]
+    fastest = max(p.tokens_per_s_per_gpu for p in plans if p.fits)
+    assert best.rank == 1 and best.fits
+    assert best.tokens_per_s_per_gpu >= fastest * (1 - TIE_MARGIN)
+    close = [p for p in plans if p.fits and p.tokens_per_s_per_gpu >= fastest * (1 - TIE_MARGIN)]
+    assert simplicity(best.layout) == min(simplicity(p.layout) for p in close)
+    assert all(p.reason for p in plans)
+
+
+def test_llama3_8b_on_8_h100_is_feasible():
+    # issue 11, case 1: every strategy used to be flagged "does not fit"
+    plans = search(_job())
+    assert plans[0].fits and plans[0].memory.total <= hardware.get("h100-nvswitch").memory_bytes
+
+
+def test_nothing_fits_flags_rows_with_the_largest_term():
+    job = _job(model="llama3-405b", hw="a100-40gb-nvlink3", batch=8)
+    plans = search(job)
+    assert plans and all(not p.fits and p.rank is None and "does not fit" in p.reason for p in plans)
+
+
+def test_full_layout_is_evaluated_exactly():
+    plans = search(_job(), {"tp": 1, "pp": 1, "cp": 1, "dp": 8, "shard": "fsdp", "mb": 1, "ac": "full"})
+    assert len(plans) == 1 and plans[0].layout.ac == "full"
+
+
+def test_impossible_fixed_keys_name_the_rule():
+    with pytest.raises(LayoutError, match="tp=3"):
+        search(_job(), {"tp": 3})
+
+
+def test_more_recomputation_is_slower_and_smaller():
+    job = _job(model="llama3-70b", hw="a100-nvlink3", nodes=8, batch=64)
+    sel = evaluate(job, _lo(ac="selective"))
+    full = evaluate(job, _lo(ac="full"))
+    assert full.time.step_s > sel.time.step_s and full.memory.activations < sel.memory.activations
+
+
+def _lo(**kw):
+    from gpucomm.advisor.layout import Layout
+
+    return Layout(**{"dp": 64, "shard": "fsdp", "mb": 1, **kw})
+
+
+def test_405b_on_4096_gpus_finds_a_fitting_layout():
+    # its speed is measured by benchmarks/advisor_published.py (tests check behaviour, not timings)
+    plans = search(_job(model="llama3-405b", nodes=512, batch=2048))
+    assert plans[0].fits and plans[0].layout.gpus == 4096
