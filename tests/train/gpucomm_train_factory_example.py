@@ -37,3 +37,21 @@ def not_a_module_factory():
 
 
 not_callable = 42
+
+
+def slow_in_ranks_factory():
+    """``factory``, but in a launched rank (``RANK`` set) each batch touches ``$GPUCOMM_TEST_MARK`` and
+    sleeps: the interrupt tests use it to stop a run during its DDP phase."""
+    import os
+    import pathlib
+    import time
+
+    model, batch_fn, loss_fn = factory()
+
+    def slow_batch_fn(seed: int, step: int, global_batch: int):
+        if "RANK" in os.environ and "GPUCOMM_TEST_MARK" in os.environ:
+            pathlib.Path(os.environ["GPUCOMM_TEST_MARK"]).touch()
+            time.sleep(0.5)
+        return batch_fn(seed, step, global_batch)
+
+    return model, slow_batch_fn, loss_fn

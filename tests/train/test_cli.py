@@ -1,5 +1,11 @@
-"""``gpucomm train`` end to end on CPU devices (in-process strategies; ddp is covered in test_compare)."""
+"""``gpucomm train`` end to end on CPU devices: rows, usage errors, a failed run that touches nothing,
+interrupts that keep rows and the report, and a parser that imports no torch."""
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -7,48 +13,51 @@ import pytest
 from gpucomm.cli import main
 from gpucomm.records import load
 from gpucomm.train import strategies
-from gpucomm.train.strategies import ReplicatedStrategy
 
 HERE = Path(__file__).parent
+SRC = HERE.parents[1] / "src"
+sys.path.insert(0, str(HERE))
+from twin_strategy import TwinStrategy, UnreducedTwin  # noqa: E402
+
+sys.path.remove(str(HERE))
 BASE = ["train", "--devices", "cpu,cpu", "--steps", "3", "--warmup-steps", "1", "--global-batch", "4",
         "--no-report"]
+
+
+@pytest.fixture
+def twins(monkeypatch):
+    for cls in (TwinStrategy, UnreducedTwin):
+        monkeypatch.setitem(strategies.STRATEGIES, cls.name, cls)
 
 
 def _train(tmp_path, *extra):
     return main([*BASE, "--out", str(tmp_path / "out"), *extra])
 
 
-def test_writes_records_and_passes_assert_equal(tmp_path, capsys):
-    rc = _train(tmp_path, "--model", "gpt-tiny", "--strategies", "single,dp,replicated", "--assert-equal")
+def test_writes_records_and_passes_assert_equal(tmp_path, capsys, twins):
+    rc = _train(tmp_path, "--model", "gpt-tiny", "--strategies", "single,dp,twin", "--assert-equal")
     out = capsys.readouterr().out
     assert rc == 0, out
     results = load(tmp_path / "out")
     assert results.env[0].device_type == "cpu" and results.env[0].extra["model"] == "gpt-tiny"
     rows = {r.strategy: r for r in results.train}
-    assert list(rows) == ["single", "dp", "replicated"]
+    assert list(rows) == ["single", "dp", "twin"]
     assert rows["dp"].status == "not-applicable"
-    rep = rows["replicated"]
-    assert rep.equal_to_single is True and rep.tolerance == 1e-5 and len(rep.losses) == 3
-    assert rep.tokens_per_s == pytest.approx(rep.samples_per_s * 32)
-    assert "CPU" in out and "replicated vs single: equal" in out
+    twin = rows["twin"]
+    assert twin.equal_to_single is True and twin.tolerance == 1e-5 and len(twin.losses) == 3
+    assert twin.tokens_per_s == pytest.approx(twin.samples_per_s * 32)
+    assert twin.host_ms_per_device is not None and rows["single"].host_breakdown_ms
+    assert "CPU" in out and "twin vs single: equal" in out
 
 
-class _NoAllReduce(ReplicatedStrategy):
-    name = "broken"
-
-    def _launch(self, bucket):
-        self._launched[bucket] = True
-
-
-def test_assert_equal_fails_with_the_worst_step(tmp_path, capsys, monkeypatch):
-    monkeypatch.setitem(strategies.STRATEGIES, "broken", _NoAllReduce)
-    rc = _train(tmp_path, "--model", "mlp", "--strategies", "broken", "--assert-equal")
+def test_assert_equal_fails_with_the_worst_step(tmp_path, capsys, twins):
+    rc = _train(tmp_path, "--model", "mlp", "--strategies", "twin-unreduced", "--assert-equal")
     out = capsys.readouterr().out
     assert rc == 1
-    assert "broken vs single: DIFFERENT" in out and "worst loss step" in out
-    assert "differs from replica 0" in out
-    # without --assert-equal, replicas that differ are still a failed run
-    assert _train(tmp_path, "--model", "mlp", "--strategies", "broken") == 1
+    assert "twin-unreduced vs single: DIFFERENT" in out and "worst loss step" in out
+    assert "differs in" in out
+    # without --assert-equal, copies that differ are still a failed run
+    assert _train(tmp_path, "--model", "mlp", "--strategies", "twin-unreduced") == 1
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -59,16 +68,38 @@ def test_assert_equal_fails_with_the_worst_step(tmp_path, capsys, monkeypatch):
     (["--model", "mlp", "--devices", "cpu,bogus"], "--devices[1]"),
     (["--model", "gpucomm_train_factory_example:raising_factory"], "the factory raised RuntimeError"),
     (["--model", "gpucomm_train_factory_example:wrong_factory"], "must return (model, batch_fn, loss_fn)"),
+    (["--model", "nosuch.module:fn"], "cannot import module 'nosuch.module'"),
+    (["--model", "mlp", "--nproc", "0"], "--nproc: expected an integer >= 1"),
+    (["--model", "mlp", "--nproc", "100000"], "--allow-many-procs"),
+    (["--model", "mlp", "--graphs"], "--graphs"),
 ])
-def test_usage_errors_exit_2(tmp_path, capsys, monkeypatch, flags, message):
+def test_usage_errors_exit_2_in_one_line_and_touch_nothing(tmp_path, capsys, monkeypatch, flags, message):
     monkeypatch.syspath_prepend(str(HERE))
     assert _train(tmp_path, *flags) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()  # a failed run creates nothing under --out
 
 
-def test_user_factory_from_the_command_line(tmp_path, capsys, monkeypatch):
+def test_argparse_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["train", "--steps", "many"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and "--steps" in err
+
+
+def test_out_under_a_regular_file_is_one_line_exit_2(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main([*BASE, "--model", "mlp", "--out", str(blocker / "results")]) == 2
+    err = capsys.readouterr().err
+    assert "is a file, not a directory" in err and err.count("\n") == 1
+    assert blocker.read_text() == "x"
+
+
+def test_user_factory_from_the_command_line(tmp_path, capsys, monkeypatch, twins):
     monkeypatch.syspath_prepend(str(HERE))
-    rc = _train(tmp_path, "--model", "gpucomm_train_factory_example:factory", "--strategies", "replicated",
+    rc = _train(tmp_path, "--model", "gpucomm_train_factory_example:factory", "--strategies", "twin",
                 "--assert-equal")
     assert rc == 0, capsys.readouterr().out
     rows = load(tmp_path / "out").train
@@ -83,3 +114,77 @@ def test_ddp_from_the_command_line(tmp_path, capsys):
     single, ddp = load(tmp_path / "out").train
     assert ddp.strategy == "ddp" and ddp.world_size == 2 and ddp.devices == ["cpu", "cpu"]
     assert ddp.equal_to_single and ddp.max_loss_rel_diff <= 1e-5
+    assert ddp.host_ms_per_device is not None and ddp.host_ms_per_device == pytest.approx(ddp.host_ms_median)
+
+
+def test_parser_imports_no_torch():
+    code = ("import sys, argparse; from gpucomm.train import cli; p = argparse.ArgumentParser(); "
+            "cli.add_parser(p.add_subparsers()); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(SRC)})
+    assert out.stdout.strip() == "False"
+
+
+def test_every_option_has_help():
+    import argparse
+
+    from gpucomm.train import cli
+
+    parser = cli.add_parser(argparse.ArgumentParser().add_subparsers())
+    for action in parser._actions:
+        assert action.help, action.option_strings
+
+
+# ----- interrupts: subprocesses, signalled while a later strategy runs ------------------------------------
+_SLOW = """
+import os, pathlib, sys, time
+sys.path.insert(0, {here!r})
+from twin_strategy import TwinStrategy
+from gpucomm.train import strategies
+
+class Slow(TwinStrategy):
+    name = "slow"
+    def step(self, step, batch):
+        pathlib.Path(os.environ["GPUCOMM_TEST_MARK"]).touch()
+        time.sleep(0.3)
+        return super().step(step, batch)
+
+strategies.register(Slow)
+from gpucomm.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _start(tmp_path, strategies_flag, model):
+    mark = tmp_path / "mark"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(HERE)]), "GPUCOMM_TEST_MARK": str(mark),
+           "OMP_NUM_THREADS": "1"}
+    args = ["train", "--devices", "cpu,cpu", "--steps", "40", "--warmup-steps", "1", "--global-batch", "4",
+            "--model", model, "--strategies", strategies_flag, "--out", str(tmp_path / "out")]
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW.format(here=str(HERE)), *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not mark.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the slow phase never started"
+        time.sleep(0.05)
+    return proc
+
+
+@pytest.mark.parametrize("phase, strategies_flag, model", [
+    ("single-process", "single,slow", "mlp"),
+    ("ddp", "single,ddp", "gpucomm_train_factory_example:slow_in_ranks_factory"),
+])
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_keeps_finished_rows_and_writes_the_report(tmp_path, phase, strategies_flag, model, sig, code):
+    proc = _start(tmp_path, strategies_flag, model)
+    proc.send_signal(sig)
+    time.sleep(0.2)
+    proc.send_signal(sig)  # a second Ctrl-C (or TERM) during the clean-up
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == code, (out, err)
+    assert "Traceback" not in err and "Traceback" not in out, err
+    rows = load(tmp_path / "out").train
+    assert [r.strategy for r in rows] == ["single"] and rows[0].status == "ok"
+    assert f"interrupted ({sig.name}): 1 finished row kept" in out
+    assert (tmp_path / "out" / "report.md").exists()

@@ -1,4 +1,8 @@
-"""single, replicated (CPU devices) and ddp (gloo, 2 processes) train identically; the checks can fail."""
+"""single and ddp (gloo, 2 processes) train identically; the checks can fail; rows carry host cost.
+
+``replicated``'s own equality tests are in tests/train/strategies/test_replicated.py; the in-process
+comparison machinery is tested here with ``TwinStrategy`` (tests/train/twin_strategy.py).
+"""
 
 import sys
 from pathlib import Path
@@ -12,9 +16,13 @@ from gpucomm.train.config import TrainConfig
 from gpucomm.train.launching import state_from_bytes
 from gpucomm.train.loop import RunResult, run_strategy
 from gpucomm.train.models import load_workload
-from gpucomm.train.strategies import DDPStrategy, ReplicatedStrategy, SingleStrategy, names, register
+from gpucomm.train.strategies import DDPStrategy, SingleStrategy, names, register
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from twin_strategy import TwinStrategy, UnaveragedTwin, UnreducedTwin  # noqa: E402
+
+sys.path.remove(str(HERE))
 FACTORY = "gpucomm_train_factory_example:factory"
 MODELS = ("gpt-tiny", "mlp", FACTORY)
 
@@ -50,7 +58,7 @@ class _NewPerProcess(DDPStrategy):
 
 @pytest.fixture(scope="module")
 def runs():
-    """Every model under single, replicated and ddp; all ddp runs share one 2-process launch."""
+    """Every model under single, twin and ddp; all ddp runs share one 2-process launch."""
     sys.path.insert(0, str(HERE))  # the factory module, for this process and the spawned ranks
     try:
         configs = [_cfg(m) for m in MODELS]
@@ -61,14 +69,14 @@ def runs():
         out = {"launched": [records for _, records, _ in per_rank], "added": per_rank[0][2]}
         for cfg, d in zip(configs, ddp, strict=True):
             out[cfg.model] = {"single": _local(SingleStrategy, cfg), "ddp": d,
-                              "replicated": _local(ReplicatedStrategy, cfg)}
+                              "twin": _local(TwinStrategy, cfg)}
         yield out
     finally:
         sys.path.remove(str(HERE))
 
 
 @pytest.mark.parametrize("model", MODELS)
-@pytest.mark.parametrize("strategy", ["replicated", "ddp"])
+@pytest.mark.parametrize("strategy", ["twin", "ddp"])
 def test_equal_to_single_within_fp32_tolerance(runs, model, strategy):
     single, other = runs[model]["single"], runs[model][strategy]
     eq = compare_runs(other, single, 1e-5)
@@ -101,72 +109,57 @@ def test_ddp_result_describes_its_ranks(runs):
     assert d.params == runs["gpt-tiny"]["single"].params
 
 
-@pytest.mark.parametrize("model", MODELS)
-def test_replicas_bit_identical(runs, model):
-    assert runs[model]["replicated"].problems == []
+@pytest.fixture
+def twins(monkeypatch):
+    from gpucomm.train import strategies
+
+    for cls in (TwinStrategy, UnreducedTwin, UnaveragedTwin):
+        monkeypatch.setitem(strategies.STRATEGIES, cls.name, cls)
 
 
-def test_replicated_replicas_equal_and_buckets_launched_from_hooks():
-    cfg = _cfg("gpt-tiny", bucket_cap_mb=0.01, first_bucket_mb=0.001, steps=2, warmup_steps=0)
-    strategy = ReplicatedStrategy(cfg, cfg.devices)
-    calls = {"hook": 0, "late": 0}
-    real_finish = ReplicatedStrategy._finish_comm
-
-    def finish(self):
-        before = sum(self._launched)
-        calls["hook"] += before
-        calls["late"] += len(self._launched) - before
-        return real_finish(self)
-
-    strategy._finish_comm = finish.__get__(strategy)
-    result = run_strategy(strategy, load_workload("gpt-tiny"), cfg)
-    assert len(strategy.buckets) > 5
-    assert calls == {"hook": 2 * len(strategy.buckets), "late": 0}  # every bucket launched during backward
-    for a, b in zip(strategy.replicas[0].parameters(), strategy.replicas[1].parameters(), strict=True):
-        assert torch.equal(a, b)
-    assert result.comm_ms is not None and all(t >= 0 for t in result.comm_ms)
-
-
-def test_replicated_without_threads_matches_threads(runs):
+def test_checks_catch_a_missing_reduction(runs):
     cfg = _cfg("gpt-tiny")
-    plain = _local(ReplicatedStrategy, cfg, threads=False)
-    assert compare_runs(plain, runs["gpt-tiny"]["replicated"], 1e-6).equal
-
-
-class _NoAllReduce(ReplicatedStrategy):
-    """Broken on purpose: every replica steps on its own shard's gradient."""
-
-    name = "replicated-no-allreduce"
-
-    def _launch(self, bucket):
-        self._launched[bucket] = True
-
-
-class _NoAverage(ReplicatedStrategy):
-    """Broken on purpose: sums gradients without dividing by the device count."""
-
-    name = "replicated-no-average"
-
-    def _launch(self, bucket):
-        self._launched[bucket] = True
-        tensors = [b[bucket] for b in self._buffers]
-        self._all_reduce(tensors, op="sum", out=tensors)
-
-
-def test_checks_catch_a_missing_all_reduce(runs):
-    cfg = _cfg("gpt-tiny")
-    broken = _local(_NoAllReduce, cfg)
-    assert broken.problems and "differs from replica 0" in broken.problems[0]
+    broken = _local(UnreducedTwin, cfg)
+    assert broken.problems and "differs" in broken.problems[0]
     assert not compare_runs(broken, runs["gpt-tiny"]["single"], 1e-5).equal
 
 
 def test_checks_catch_a_wrong_averaging_factor_with_sgd():
     cfg = _cfg("mlp", optimizer="sgd", lr=0.5)
     single = _local(SingleStrategy, cfg)
-    good, broken = _local(ReplicatedStrategy, cfg), _local(_NoAverage, cfg)
+    good, broken = _local(TwinStrategy, cfg), _local(UnaveragedTwin, cfg)
     assert compare_runs(good, single, 1e-5).equal
     eq = compare_runs(broken, single, 1e-5)
-    assert not eq.equal and eq.worst_step > 0 and broken.problems == []  # replicas agree, but wrongly
+    assert not eq.equal and eq.worst_step > 0 and broken.problems == []  # copies agree, but wrongly
+
+
+def test_rows_carry_host_cost_per_device_and_phases(twins):
+    cmp = run_comparison(_cfg("mlp", strategies=("twin",), steps=5, warmup_steps=2))
+    single, twin = cmp.records
+    for row in (single, twin):
+        assert row.host_ms_median is not None and row.host_ms_median > 0
+        assert row.gpu_ms_median is None and row.graphs is False  # CPU: no events, no graphs
+    assert single.host_ms_per_device == pytest.approx(single.host_ms_median)
+    assert twin.host_ms_per_device == pytest.approx(twin.host_ms_median / 2)  # one process drives 2 devices
+    assert set(single.host_breakdown_ms) == {"forward", "backward", "optimizer"}
+    assert set(twin.host_breakdown_ms) == {"forward", "backward", "reduce"}
+    assert sum(twin.host_breakdown_ms.values()) <= twin.host_ms_median * 1.5
+    assert "twin: a test strategy" in twin.note  # the strategy's own notes reach its row
+
+
+def test_losses_stay_on_the_device_until_the_window_ends():
+    cfg = _cfg("mlp", steps=3, warmup_steps=1)
+    seen = []
+
+    class Spy(SingleStrategy):
+        def step(self, step, batch):
+            result = super().step(step, batch)
+            seen.append(result.loss)
+            return result
+
+    run = _local(Spy, cfg)
+    assert all(isinstance(v, torch.Tensor) and not v.requires_grad for v in seen)
+    assert run.losses == [float(v) for v in seen] and run.window_ms > 0
 
 
 def test_compare_runs_reports_worst_step_and_names():
@@ -184,19 +177,19 @@ def test_compare_runs_reports_worst_step_and_names():
     assert compare_runs(ref, ref, 0.0).equal
 
 
-def test_dp_not_applicable_on_cpu_and_rows_complete(runs):
-    cmp = run_comparison(_cfg("mlp", strategies=("dp", "replicated")))
+def test_dp_not_applicable_on_cpu_and_rows_complete(twins):
+    cmp = run_comparison(_cfg("mlp", strategies=("dp", "twin")))
     rows = {r.strategy: r for r in cmp.records}
-    assert list(rows) == ["single", "dp", "replicated"]
+    assert list(rows) == ["single", "dp", "twin"]
     dp = rows["dp"]
     assert dp.status == "not-applicable" and "CUDA" in dp.note and dp.samples_per_s is None and not dp.losses
-    rep = rows["replicated"]
+    rep = rows["twin"]
     assert rep.status == "ok" and rep.equal_to_single is True and rep.n_devices == 2
     assert rep.samples_per_s > 0 and rep.scaling_efficiency is not None and "CPU" in rep.note
     assert rows["single"].scaling_efficiency == 1.0 and rows["single"].equal_to_single is None
 
 
-def test_a_strategy_that_raises_is_failed_and_others_still_run(monkeypatch):
+def test_a_strategy_that_raises_is_failed_and_others_still_run(monkeypatch, twins):
     from gpucomm.train import strategies
 
     class _Raises(SingleStrategy):
@@ -206,11 +199,31 @@ def test_a_strategy_that_raises_is_failed_and_others_still_run(monkeypatch):
             raise RuntimeError("boom at step")
 
     monkeypatch.setitem(strategies.STRATEGIES, "raises", _Raises)
-    cmp = run_comparison(_cfg("mlp", strategies=("raises", "replicated")))
+    cmp = run_comparison(_cfg("mlp", strategies=("raises", "twin")))
     rows = {r.strategy: r for r in cmp.records}
     assert rows["raises"].status == "failed" and "boom at step" in rows["raises"].note
-    assert rows["replicated"].status == "ok"
+    assert rows["twin"].status == "ok"
     assert cmp.failed == [rows["raises"]]
+
+
+@pytest.mark.parametrize("error", [MemoryError(), torch.cuda.OutOfMemoryError("CUDA out of memory. Tried")])
+def test_a_model_that_does_not_fit_is_one_message_and_others_still_run(monkeypatch, twins, error):
+    from gpucomm.train import strategies
+
+    class _TooBig(TwinStrategy):
+        name = "too-big"
+
+        def prepare(self, workload):
+            raise error
+
+    monkeypatch.setitem(strategies.STRATEGIES, "too-big", _TooBig)
+    cmp = run_comparison(_cfg("mlp", strategies=("too-big", "twin"), global_batch=8))
+    rows = {r.strategy: r for r in cmp.records}
+    note = rows["too-big"].note
+    assert rows["too-big"].status == "failed" and "\n" not in note
+    assert note.startswith("out of host memory") or note.startswith("out of GPU memory")
+    assert "strategy 'too-big', model 'mlp', per-device batch 4" in note
+    assert rows["twin"].status == "ok" and rows["single"].status == "ok"
 
 
 def test_bad_batch_from_a_factory_fails_clearly():
@@ -220,7 +233,7 @@ def test_bad_batch_from_a_factory_fails_clearly():
                          batch_fn=lambda seed, step, b: (torch.randn(b + 1, 256), torch.zeros(b + 1).long()),
                          loss_fn=workload.loss_fn)
     with pytest.raises(ValueError, match="dim 0 = global batch 8, but got 9"):
-        run_strategy(ReplicatedStrategy(cfg, cfg.devices), bad, cfg)
+        run_strategy(TwinStrategy(cfg, cfg.devices), bad, cfg)
 
 
 def test_global_batch_must_divide_for_ddp_processes():
@@ -230,10 +243,10 @@ def test_global_batch_must_divide_for_ddp_processes():
         run_comparison(_cfg("mlp", strategies=("ddp",), nproc=3))
 
 
-def test_a_diverged_run_is_failed_and_still_recordable(tmp_path):
+def test_a_diverged_run_is_failed_and_still_recordable(tmp_path, twins):
     from gpucomm.records import RecordWriter, collect_env, load
 
-    cmp = run_comparison(_cfg("mlp", strategies=("replicated",), optimizer="sgd", lr=1e6, steps=5))
+    cmp = run_comparison(_cfg("mlp", strategies=("twin",), optimizer="sgd", lr=1e6, steps=5))
     rep = cmp.records[-1]
     assert rep.status == "failed" and "not finite" in rep.note and rep.equal_to_single is False
     with RecordWriter(tmp_path, collect_env("cpu")) as w:  # JSON without NaN: the rows still write
