@@ -2,7 +2,7 @@
 
 An adapter is built from its :class:`~gpucomm.bench.backends.Backend` (which says everything else
 about it) and holds the *library object* the row's call runs on: the ``torch.cuda.comm`` module, a
-``LocalCommunicator``, the ``torch.distributed`` module or a ``ProcessGroupCommunicator``.  For a
+``LocalCommunicator``, the ``torch.distributed`` module or the ``gpucomm.dist`` module.  For a
 case and a buffer set, :meth:`Adapter.invocation` asks the collective's row for the call
 (``row.calls.<library>(lib, args)``) and :meth:`Adapter.bind` turns it into the zero-argument
 callable the timed loop runs, plain or prepared (``lib.prepare(name, *args, **kwargs)``).
@@ -139,18 +139,23 @@ class TorchDistributed(Adapter):
 
 
 class GpucommDist(Adapter):
-    """``gpucomm.dist`` through :class:`gpucomm.communicator.ProcessGroupCommunicator` (one device here)."""
+    """``gpucomm.dist``'s functions on the default group (one participant per process).
+
+    The module is the library: its calls are the row's ``gpucomm_dist`` calls, and its ``prepare``
+    (:func:`gpucomm.dist.prepare`) gives the prepared form.
+    """
 
     spec = BACKENDS["gpucomm.dist"]
 
-    def __init__(self, device: torch.device | None = None) -> None:
-        from gpucomm.communicator import ProcessGroupCommunicator
+    def __init__(self, device: torch.device) -> None:
+        import gpucomm.dist as gd
 
-        comm = ProcessGroupCommunicator(group=None)
-        super().__init__(comm, comm.devices, comm.participants, comm.n, comm.world_size, td.get_rank())
+        rank, world = td.get_rank(), td.get_world_size()
+        super().__init__(gd, [device], [rank], world, world, rank)
 
     def synchronize(self) -> None:
-        self.lib.synchronize()
+        if self.device_type == "cuda":
+            torch.cuda.synchronize(self.devices[0])
 
     def barrier(self) -> None:
         self.lib.barrier()

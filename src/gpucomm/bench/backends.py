@@ -6,7 +6,7 @@ backend                baseline            scope       performs a collective thr
 ``torch.cuda.comm``    (is one)            process     ``torch.cuda.comm`` (CUDA only; ``out=`` forms)
 ``gpucomm.comm``       torch.cuda.comm     process     :class:`gpucomm.communicator.LocalCommunicator`
 ``torch.distributed``  (is one)            group       raw ``torch.distributed`` calls
-``gpucomm.dist``       torch.distributed   group       :class:`gpucomm.communicator.ProcessGroupCommunicator`
+``gpucomm.dist``       torch.distributed   group       ``gpucomm.dist``'s functions (torch.distributed's shapes)
 =====================  ==================  ==========  =================================================
 
 ``scope`` says how participants are held: "process" = one process holds every device; "group" = one
@@ -121,9 +121,9 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in sorted((
             adapter=f"{_ADAPTERS}:GpucommComm"),
     Backend(name="torch.distributed", baseline=None, order=30, scope=GROUP, library="torch_distributed",
             note="raw torch.distributed calls, one participant per rank", adapter=f"{_ADAPTERS}:TorchDistributed"),
-    Backend(name="gpucomm.dist", baseline="torch.distributed", order=40, scope=GROUP, library="communicator",
-            note="gpucomm.dist through ProcessGroupCommunicator", forms=(PLAIN, PREPARED, GRAPH),
-            adapter=f"{_ADAPTERS}:GpucommDist"),
+    Backend(name="gpucomm.dist", baseline="torch.distributed", order=40, scope=GROUP, library="gpucomm_dist",
+            note="gpucomm.dist's functions, one participant per rank; prepared through gpucomm.dist.prepare",
+            forms=(PLAIN, PREPARED), adapter=f"{_ADAPTERS}:GpucommDist"),
 ), key=lambda b: b.order)}
 """Every backend by name, in display order."""
 
