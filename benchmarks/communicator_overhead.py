@@ -1,114 +1,132 @@
-"""Host (Python) cost per call of every :class:`gpucomm.LocalCommunicator` method, against raw torch.
+"""LocalCommunicator, plain and prepared, against torch.cuda.comm's ``out=`` form, in one process, interleaved.
+
+For broadcast, reduce, scatter, gather and all_reduce, at every size from 8 B to 256 MiB (factor 4),
+three sides run on the same buffers in alternating rounds:
+
+* **torch** — the anchor.  On CUDA, ``torch.cuda.comm``'s out= form: ``broadcast(t, out=rest)``,
+  ``reduce_add(ts, destination)`` (it has no out=, so it allocates and leaves ts[root] alone: the
+  anchor does *less* than ours), ``scatter(x, out=chunks)``, ``gather(ts, out=dst)``, and for
+  all_reduce ``broadcast(reduce_add(ts, d0), out=ts)``.  On CPU (torch.cuda.comm needs CUDA) the
+  least raw torch the op must do: ``copy_`` loops, ``torch.sum(torch.stack(ts), 0, out=)``,
+  ``torch.cat(out=)`` — the numbers are then CPU numbers, host (Python + dispatcher) cost only.
+* **plain** — ``LocalCommunicator.<op>(...)``, every argument checked per call.
+* **prepared** — ``LocalCommunicator.prepare(op, ...)`` once, then ``p()``.
+
+``size`` is the larger per-participant buffer (scatter's source, gather's destination).  Each round
+runs as many back-to-back calls as fill ``--round-ms``, timed with ``time.perf_counter`` between two
+device synchronisations (none inside the round), so a call's time is its host issue time or its
+device time, whichever bounds it.  The figure per side is the median over ``--rounds`` rounds; the
+ratios are torch / ours (above 1: ours is faster; the target is >= 0.97 everywhere).
+
+Writes ``communicator-overhead_<hardware>_<date>.txt`` (the table) and ``.jsonl`` (one JSON object
+per row, flushed row by row, after a header object with the command) to ``--out`` (default:
+``$OUT`` when set, else ``benchmarks/results``), and prints the table.
 
 Usage::
 
-    python benchmarks/communicator_overhead.py                                  # CPU: cpu x4
-    python benchmarks/communicator_overhead.py --devices cuda:0,cuda:0,cuda:0,cuda:0
-
-Method: one process, tiny tensors (``--numel`` float32 elements per participant, default 2 = 8 B),
-so every call is launch/enqueue-bound and the time measured is host time.  For each method three
-sides are timed in rounds that alternate (ours, the floor, torch.cuda.comm where it has the op):
-
-* **ours** — the Communicator method, in place, as ``gpucomm bench`` calls it;
-* **floor** — the least raw-torch work the op must do on these tensors (e.g. ``torch.cat(ins,
-  out=dst)`` for gather, ``torch.sum(torch.stack(ts), 0, out=...)`` plus copies for reduce, a
-  ``copy_`` loop for broadcast), with no checks at all;
-* **torch** — ``torch.cuda.comm``'s ``out=`` form (CUDA only: broadcast, reduce_add, scatter,
-  gather; reduce is ``reduce_add`` into the root's tensor, so it also allocates).
-
-Each round runs ``--calls`` calls back to back timed with ``time.perf_counter`` (CUDA: the device
-is synchronised before and after a round, so a round's time is enqueue time plus any waiting the
-calls themselves cause); the reported figure is the median over ``--rounds`` rounds, in µs per call.
-On CPU the numbers are CPU numbers: they measure Python and dispatcher overhead, not a link.
-
-``--profile METHOD`` prints a cProfile of ``--calls`` calls of one method instead.
+    python benchmarks/communicator_overhead.py                          # CUDA: cuda:0 x4 on one GPU
+    python benchmarks/communicator_overhead.py --devices cpu,cpu,cpu,cpu --max-bytes 1M
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
-import pstats
+import datetime
+import json
+import os
+import shlex
 import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
-import gpucomm
-from gpucomm import LocalCommunicator
+from gpucomm.communicator import LocalCommunicator
 
-METHODS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "scatter", "gather",
-           "all_to_all", "send_recv")
+OPS = ("broadcast", "reduce", "scatter", "gather", "all_reduce")
+THEME = "communicator-overhead"
 
 
-def _sides(comm: LocalCommunicator, numel: int) -> dict[str, dict[str, Callable[[], object]]]:
-    """Per method: ``ours``, ``floor`` and (CUDA only) ``torch`` callables on fixed buffers."""
+def parse_size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    return int(float(t[:-1]) * units[t[-1]]) if t and t[-1] in units else int(t)
+
+
+def human(n: int) -> str:
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << k and n % (1 << k) == 0:
+            return f"{n >> k} {unit}"
+    return f"{n} B"
+
+
+def sizes(lo: int, hi: int, factor: int) -> list[int]:
+    out, s = [], lo
+    while s < hi:
+        out.append(s)
+        s *= factor
+    return [*out, hi]
+
+
+def sides(comm: LocalCommunicator, op: str, size: int) -> tuple[dict[str, Callable[[], object]], int]:
+    """The three callables for one op and size, on buffers built here; and the bytes actually used."""
     devs = comm.devices
     n = len(devs)
-    one = [torch.ones(numel, device=d) for d in devs]
-    big = [torch.ones(numel * n, device=d) for d in devs]
-    root_big = [torch.ones(numel * n, device=d) for d in devs]
-    small = [torch.empty(numel, device=d) for d in devs]
-    rest = one[1:]
-    chunks = [list(b.chunk(n)) for b in big]
-    out_chunks = [list(b.chunk(n)) for b in root_big]
-
-    def floor_reduce():
-        torch.sum(torch.stack(one), 0, out=one[0])
-
-    def floor_all_reduce():
-        torch.sum(torch.stack(one), 0, out=one[0])
-        for t in rest:
-            t.copy_(one[0])
-
-    def floor_all_gather():
-        for o in root_big:
-            torch.cat(one, out=o)
-
-    def floor_reduce_scatter():
-        full = torch.sum(torch.stack(big), 0)
-        for o, c in zip(small, full.chunk(n), strict=True):
-            o.copy_(c)
-
-    def floor_broadcast():
-        for t in rest:
-            t.copy_(one[0])
-
-    def floor_scatter():
-        for o, c in zip(small, big[0].chunk(n), strict=True):
-            o.copy_(c)
-
-    def floor_all_to_all():
-        for i in range(n):
-            for j in range(n):
-                out_chunks[j][i].copy_(chunks[i][j])
-
-    def floor_send_recv():
-        for i in range(n):
-            small[(i + 1) % n].copy_(one[i])
-
-    sides = {
-        "broadcast": {"ours": lambda: comm.broadcast(one, 0), "floor": floor_broadcast},
-        "reduce": {"ours": lambda: comm.reduce(one, 0, "sum"), "floor": floor_reduce},
-        "all_reduce": {"ours": lambda: comm.all_reduce(one, "sum"), "floor": floor_all_reduce},
-        "all_gather": {"ours": lambda: comm.all_gather(root_big, one), "floor": floor_all_gather},
-        "reduce_scatter": {"ours": lambda: comm.reduce_scatter(small, big, "sum"), "floor": floor_reduce_scatter},
-        "scatter": {"ours": lambda: comm.scatter(small, big, 0), "floor": floor_scatter},
-        "gather": {"ours": lambda: comm.gather(root_big, one, 0),
-                   "floor": lambda: torch.cat(one, out=root_big[0])},
-        "all_to_all": {"ours": lambda: comm.all_to_all(root_big, big), "floor": floor_all_to_all},
-        "send_recv": {"ours": lambda: comm.send_recv(small, one), "floor": floor_send_recv},
-    }
-    if all(d.type == "cuda" for d in devs):
+    cuda = all(d.type == "cuda" for d in devs)
+    numel = max(n, size // 4)
+    numel -= numel % n  # scatter and gather need n equal chunks
+    small = [torch.ones(numel // n, device=d) for d in devs]
+    big = [torch.ones(numel, device=d) for d in devs]
+    ts = [torch.ones(numel, device=d) for d in devs]
+    if op == "broadcast":
+        args: tuple = (ts, 0)
+    elif op == "reduce":
+        args = (ts, 0, "sum")
+    elif op == "all_reduce":
+        args = (ts, "sum")
+    elif op == "scatter":
+        args = (small, big, 0)
+    else:
+        args = (big, small, 0)
+    prepared = comm.prepare(op, *args)
+    method = getattr(comm, op)
+    if cuda:
         import torch.cuda.comm as tcc
 
-        sides["broadcast"]["torch"] = lambda: tcc.broadcast(one[0], out=rest)
-        sides["reduce"]["torch"] = lambda: tcc.reduce_add(one, destination=devs[0])
-        sides["scatter"]["torch"] = lambda: tcc.scatter(big[0], out=small)
-        sides["gather"]["torch"] = lambda: tcc.gather(one, out=root_big[0])
-    return sides
+        d0 = devs[0]
+        anchor = {
+            "broadcast": lambda: tcc.broadcast(ts[0], out=ts[1:]),
+            "reduce": lambda: tcc.reduce_add(ts, destination=d0),
+            "scatter": lambda: tcc.scatter(big[0], out=small),
+            "gather": lambda: tcc.gather(small, out=big[0]),
+            "all_reduce": lambda: tcc.broadcast(tcc.reduce_add(ts, destination=d0), out=ts),
+        }[op]
+    else:
+        chunks = big[0].chunk(n)
+
+        def anchor_broadcast():
+            for t in ts[1:]:
+                t.copy_(ts[0])
+
+        def anchor_all_reduce():
+            torch.sum(torch.stack(ts), 0, out=ts[0])
+            for t in ts[1:]:
+                t.copy_(ts[0])
+
+        def anchor_scatter():
+            for o, c in zip(small, chunks, strict=True):
+                o.copy_(c)
+
+        anchor = {
+            "broadcast": anchor_broadcast,
+            "reduce": lambda: torch.sum(torch.stack(ts), 0, out=ts[0]),
+            "scatter": anchor_scatter,
+            "gather": lambda: torch.cat(small, out=big[0]),
+            "all_reduce": anchor_all_reduce,
+        }[op]
+    return {"torch": anchor, "plain": lambda: method(*args), "prepared": prepared}, numel * 4
 
 
 def _sync(devs: list[torch.device]) -> None:
@@ -125,62 +143,95 @@ def _round(fn: Callable[[], object], calls: int, devs: list[torch.device]) -> fl
     return (time.perf_counter() - t0) / calls * 1e6
 
 
-def measure(comm: LocalCommunicator, numel: int, calls: int, rounds: int,
-            methods: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    """Median µs per call of every side of every method, rounds alternating between the sides."""
-    table = _sides(comm, numel)
+def measure(comm: LocalCommunicator, op: str, size: int, rounds: int, round_ms: float) -> dict:
+    fns, nbytes = sides(comm, op, size)
     devs = comm.devices
-    result = {}
-    for name in methods:
-        sides = table[name]
-        for fn in sides.values():  # warm up: caches, allocator, lazy imports
-            _round(fn, max(100, calls // 20), devs)
-        samples: dict[str, list[float]] = {k: [] for k in sides}
-        for r in range(rounds):
-            order = list(sides) if r % 2 == 0 else list(reversed(sides))
-            for k in order:
-                samples[k].append(_round(sides[k], calls, devs))
-        result[name] = {k: statistics.median(v) for k, v in samples.items()}
-    return result
+    for fn in fns.values():  # warm up: caches, allocator, lazy imports, NCCL communicators
+        _round(fn, 3, devs)
+    one = max(_round(fns["torch"], 3, devs), 1.0)
+    calls = max(3, min(5000, int(round_ms * 1e3 / one)))
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for r in range(rounds):
+        for k in (list(fns) if r % 2 == 0 else list(reversed(fns))):
+            samples[k].append(_round(fns[k], calls, devs))
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {"op": op, "size_bytes": nbytes, "n": len(devs), "calls_per_round": calls, "rounds": rounds,
+            "torch_us": round(med["torch"], 3), "plain_us": round(med["plain"], 3),
+            "prepared_us": round(med["prepared"], 3),
+            "plain_ratio": round(med["torch"] / med["plain"], 3),
+            "prepared_ratio": round(med["torch"] / med["prepared"], 3)}
 
 
-def _print(result: dict[str, dict[str, float]], label: str) -> None:
-    has_torch = any("torch" in r for r in result.values())
-    head = f"{'method':<15} {'ours µs':>9} {'floor µs':>9} {'ours/floor':>10}"
-    if has_torch:
-        head += f" {'torch µs':>9} {'torch/ours':>10}"
-    print(f"# {label}")
-    print(head)
-    for name, r in result.items():
-        line = f"{name:<15} {r['ours']:>9.2f} {r['floor']:>9.2f} {r['ours'] / r['floor']:>10.2f}"
-        if "torch" in r:
-            line += f" {r['torch']:>9.2f} {r['torch'] / r['ours']:>10.2f}"
-        print(line)
+def hardware(devs: list[torch.device]) -> str:
+    if all(d.type == "cpu" for d in devs):
+        return "cpu"
+    name = torch.cuda.get_device_name(devs[0]).lower()
+    short = next((w for w in name.replace("nvidia", "").split() if any(c.isdigit() for c in w)), "gpu")
+    return f"{short}x{len({d.index for d in devs})}"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--devices", help="comma list (default: every GPU; one GPU: cuda:0 x4; no GPU: cpu x4)")
+    p.add_argument("--ops", default=",".join(OPS), help=f"comma list from {', '.join(OPS)}")
+    p.add_argument("--min-bytes", type=parse_size, default=8, help="smallest size (default 8)")
+    p.add_argument("--max-bytes", type=parse_size, default=256 << 20, help="largest size (default 256M)")
+    p.add_argument("--factor", type=int, default=4, help="size step (default 4)")
+    p.add_argument("--rounds", type=int, default=5, help="timed rounds per side (median reported; default 5)")
+    p.add_argument("--round-ms", type=float, default=20.0, help="milliseconds of calls per round (default 20)")
+    p.add_argument("--out", help="directory for the .txt and .jsonl (default: $OUT, else benchmarks/results)")
+    p.add_argument("--date", default=datetime.date.today().isoformat(), help="date in the file names")
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--devices", default="cpu,cpu,cpu,cpu", help="comma-separated device list")
-    p.add_argument("--numel", type=int, default=2, help="float32 elements per participant (2 = 8 bytes)")
-    p.add_argument("--calls", type=int, default=20000, help="calls per timed round")
-    p.add_argument("--rounds", type=int, default=5, help="timed rounds per side (median reported)")
-    p.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset of methods")
-    p.add_argument("--profile", default=None, metavar="METHOD", help="cProfile one method instead")
-    args = p.parse_args(argv)
-    comm = LocalCommunicator(args.devices.split(","))
-    if args.profile:
-        fn = _sides(comm, args.numel)[args.profile]["ours"]
-        _round(fn, 200, comm.devices)
-        prof = cProfile.Profile()
-        prof.runcall(_round, fn, args.calls, comm.devices)
-        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
-        return 0
-    methods = tuple(m for m in args.methods.split(",") if m)
-    result = measure(comm, args.numel, args.calls, args.rounds, methods)
-    kind = "CPU" if all(d.type == "cpu" for d in comm.devices) else "CUDA"
-    _print(result, f"{kind} host time per call, devices={args.devices}, {args.numel * 4} B per participant, "
-                   f"{args.calls} calls x {args.rounds} rounds, torch {torch.__version__}, "
-                   f"gpucomm at {gpucomm.__file__}")
+    args = parser().parse_args(argv)
+    ops = [o for o in args.ops.split(",") if o]
+    if any(o not in OPS for o in ops) or args.factor < 2 or args.rounds < 1 or args.min_bytes < 1:
+        print(f"communicator_overhead: --ops must come from {list(OPS)}, --factor >= 2, --rounds >= 1, "
+              f"--min-bytes >= 1 (got {args.ops!r}, {args.factor}, {args.rounds}, {args.min_bytes})",
+              file=sys.stderr)
+        return 2
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    names = args.devices.split(",") if args.devices else (
+        ["cpu"] * 4 if count == 0 else [f"cuda:{i}" for i in range(count)] if count > 1 else ["cuda:0"] * 4)
+    comm = LocalCommunicator(names)
+    devs = comm.devices
+    out_dir = Path(args.out or os.environ.get("OUT") or Path(__file__).parent / "results")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"{THEME}_{hardware(devs)}_{args.date}"
+    command = "python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
+    kind = "CUDA" if devs[0].type == "cuda" else "CPU (anchor: raw torch ops; host cost only)"
+    lines = [f"# command: {command}",
+             f"# LocalCommunicator plain and prepared vs torch.cuda.comm out= | {kind} | torch {torch.__version__}"
+             f" | devices {','.join(map(str, devs))}"
+             + (f" | {torch.cuda.get_device_name(devs[0])}" if devs[0].type == "cuda" else ""),
+             "# median us per call over rounds of back-to-back calls; ratio = torch / ours (> 1: ours faster)",
+             f"{'op':11s} {'size':>8s} {'torch us':>10s} {'plain us':>10s} {'prep us':>10s} "
+             f"{'plain x':>8s} {'prep x':>8s}"]
+    for line in lines:
+        print(line, flush=True)
+    with open(f"{stem}.jsonl", "w") as js:
+        js.write(json.dumps({"kind": "header", "command": command, "devices": [str(d) for d in devs],
+                             "torch": torch.__version__, "anchor": kind}) + "\n")
+        try:
+            for op in ops:
+                for size in sizes(args.min_bytes, args.max_bytes, args.factor):
+                    row = measure(comm, op, size, args.rounds, args.round_ms)
+                    js.write(json.dumps({"kind": "row", **row}) + "\n")
+                    js.flush()
+                    line = (f"{op:11s} {human(row['size_bytes']):>8s} {row['torch_us']:10.2f} {row['plain_us']:10.2f} "
+                            f"{row['prepared_us']:10.2f} {row['plain_ratio']:8.3f} {row['prepared_ratio']:8.3f}")
+                    lines.append(line)
+                    print(line, flush=True)
+                    if devs[0].type == "cuda":
+                        torch.cuda.empty_cache()
+        except KeyboardInterrupt:
+            lines.append("# interrupted: the rows above are complete")
+        finally:
+            Path(f"{stem}.txt").write_text("\n".join(lines) + "\n")
+    print(f"# wrote {stem}.txt and {stem}.jsonl")
     return 0
 
 

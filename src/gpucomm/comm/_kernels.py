@@ -29,9 +29,9 @@ from collections.abc import Callable, Sequence
 import torch
 
 from gpucomm.collectives import ReduceOp
-from gpucomm.comm import _broadcast, _copy, _exchange, _reductions, _scatter_gather
+from gpucomm.comm import _broadcast, _copy, _exchange, _nccl, _reductions, _scatter_gather
 from gpucomm.comm._graph import capture
-from gpucomm.comm._reduce import check_op_dtype
+from gpucomm.comm._reduce import STACK_MAX_BYTES, check_op_dtype, reduce_stacked
 
 __all__ = [
     "UNREDUCIBLE",
@@ -43,6 +43,7 @@ __all__ = [
     "bind_all_reduce",
     "bind_all_to_all",
     "bind_broadcast",
+    "bind_copies",
     "bind_gather",
     "bind_noop",
     "bind_reduce",
@@ -66,6 +67,8 @@ Run = Callable[[], object]
 # dtype and nothing aliases, they issue exactly the copies the copy path would, without a Python
 # round trip per copy: the cheapest correct route for latency-bound calls.
 _BROADCAST_OUT = getattr(torch._C, "_broadcast_out", None)
+_SCATTER_OUT = getattr(torch._C, "_scatter_out", None)
+_FOREACH_COPY = getattr(torch, "_foreach_copy_", None)
 
 any_overlap = _copy.any_overlap
 
@@ -103,15 +106,40 @@ def bind_broadcast(src: torch.Tensor, outs: list[torch.Tensor]) -> Run:
     targets = [o for o in outs if o is not src]
     if not targets:
         return noop
-    if _BROADCAST_OUT is not None and _plain_cuda(targets, src) and not _nccl_broadcast(src, targets):
+    if _copy.any_overlap(targets, [src]) or src.layout != torch.strided:
+        return functools.partial(_broadcast._into, src, targets)
+    if _nccl.usable([src, *targets]):
+        return functools.partial(_nccl.broadcast, [src, *targets], 0)
+    if _BROADCAST_OUT is not None and _plain_cuda(targets, src):
         return functools.partial(_BROADCAST_OUT, src, targets)
-    return functools.partial(_broadcast._into, src, targets)
+    if _one_device(targets, src):
+        return bind_copies(targets, [src] * len(targets))
+    return functools.partial(_copy.copy_all, [(t, src) for t in targets])
 
 
-def _nccl_broadcast(src: torch.Tensor, targets: list[torch.Tensor]) -> bool:
-    from gpucomm.comm import _nccl
+def _one_device(dsts: Sequence[torch.Tensor], *srcs: torch.Tensor) -> bool:
+    device = srcs[0].device
+    return all(t.device == device for t in dsts) and all(t.device == device for t in srcs)
 
-    return _nccl.usable([src, *targets])
+
+def bind_copies(dsts: list[torch.Tensor], srcs: list[torch.Tensor]) -> Run:
+    """``dsts[i].copy_(srcs[i])`` for disjoint pairs on one device, in one call where it pays.
+
+    :func:`gpucomm.comm._copy.copy_many`'s choice (one fused ``_foreach_copy_`` or a loop of
+    ``copy_``), made once here instead of on every call.
+    """
+    if (len(dsts) >= _copy.FOREACH_MIN_COPIES and _FOREACH_COPY is not None
+            and dsts[0].nbytes <= _copy.FOREACH_MAX_BYTES and _copy._batchable(dsts, srcs, None)
+            and not any(t.requires_grad for t in (*dsts, *srcs))):
+        return functools.partial(_FOREACH_COPY, dsts, srcs, non_blocking=True)
+    if len(dsts) == 1:
+        return functools.partial(dsts[0].copy_, srcs[0], non_blocking=True)
+    return functools.partial(_copy_loop, [(d.copy_, s) for d, s in zip(dsts, srcs, strict=True)])
+
+
+def _copy_loop(pairs: list) -> None:
+    for copy_, src in pairs:
+        copy_(src, non_blocking=True)
 
 
 # ----- reductions ---------------------------------------------------------------------------------------
@@ -121,6 +149,9 @@ def reduce(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp) -> None:
 
 
 def bind_reduce(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp) -> Run:
+    stacked = _bind_stacked(ts, out, op)
+    if stacked is not None:
+        return stacked
     return functools.partial(_reductions._reduce_to, ts, out.device, op, out)
 
 
@@ -130,7 +161,44 @@ def all_reduce(ts: list[torch.Tensor], outs: list[torch.Tensor], op: ReduceOp) -
 
 
 def bind_all_reduce(ts: list[torch.Tensor], outs: list[torch.Tensor], op: ReduceOp) -> Run:
+    if _nccl.usable(ts + outs, distinct=ts, op=op):
+        return functools.partial(_nccl.all_reduce, ts, outs, op)
+    first = outs[0]
+    stacked = _bind_stacked(ts, first, op, rest=outs[1:])
+    if stacked is not None:
+        return stacked
     return functools.partial(_reductions._all_reduce_checked, ts, op, outs, [t.device for t in ts])
+
+
+def _bind_stacked(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp,
+                  rest: list[torch.Tensor] | None = None) -> Run | None:
+    """Stack-then-reduce into a scratch buffer allocated once, when everything shares one device.
+
+    :func:`gpucomm.comm._reduce.combine`'s stacked strategy (two kernels whatever n is), without its
+    per-call allocation; ``rest`` (all-reduce) then receives copies of ``out``.  Outputs may be
+    inputs (the stack reads every input before anything is written).  None when the tensors are
+    spread over devices, too large to stack, not strided, or need autograd: the caller then binds
+    the general kernel.
+    """
+    first = ts[0]
+    group = [*ts, out, *(rest or [])]
+    if (len(ts) < 2 or any(t.layout != torch.strided for t in group) or not _one_device(group, first)
+            or len(ts) * first.nbytes > STACK_MAX_BYTES
+            or any(t.requires_grad for t in group) and torch.is_grad_enabled()):
+        return None
+    if rest and _copy.any_overlap(rest, [out]):
+        return None
+    scratch = torch.empty((len(ts), *first.shape), dtype=first.dtype, device=first.device)
+    copies = bind_copies(rest, [out] * len(rest)) if rest else None
+    stack = torch.stack
+
+    def run() -> None:
+        stack(ts, out=scratch)  # the stack snapshots the inputs: out may be one of them
+        reduce_stacked(scratch, op, out)
+        if copies is not None:
+            copies()
+
+    return run
 
 
 def reduce_scatter(ts: list[torch.Tensor], outs: list[torch.Tensor], op: ReduceOp, dim: int = 0) -> None:
@@ -161,9 +229,14 @@ def scatter(src: torch.Tensor, outs: list[torch.Tensor], dim: int = 0, streams: 
 
 def bind_scatter(src: torch.Tensor, outs: list[torch.Tensor], dim: int = 0, streams: list | None = None) -> Run:
     overlap = _copy.any_overlap(outs, [src])
-    if overlap and all(_copy.same_view(o, c) for o, c in zip(outs, src.split([o.shape[dim] for o in outs], dim),
-                                                           strict=True)):
+    chunks = list(src.split([o.shape[dim] for o in outs], dim))
+    if overlap and all(_copy.same_view(o, c) for o, c in zip(outs, chunks, strict=True)):
         return noop  # every output is its own chunk of the source: nothing to move
+    if not overlap and streams is None:
+        if _SCATTER_OUT is not None and src.is_cuda and all(o.is_cuda for o in outs):
+            return functools.partial(_SCATTER_OUT, src, outs, dim, None)  # torch.cuda.comm's own C++ loop
+        if _one_device(outs, src):
+            return bind_copies(outs, chunks)
     return functools.partial(_scatter_gather.scatter_into, src, outs, dim, streams, overlap=overlap)
 
 
@@ -173,8 +246,10 @@ def gather(ts: list[torch.Tensor], out: torch.Tensor, dim: int = 0) -> None:
 
 
 def bind_gather(ts: list[torch.Tensor], out: torch.Tensor, dim: int = 0) -> Run:
-    return functools.partial(_scatter_gather._gather_into, ts, out, dim,
-                             fresh=not _copy.any_overlap([out], ts))
+    fresh = not _copy.any_overlap([out], ts)
+    if fresh and _one_device(ts, out) and all(t.dtype == out.dtype for t in ts) and _scatter_gather.cat_fits(out):
+        return functools.partial(torch.cat, ts, dim, out=out)  # one kernel instead of n copies
+    return functools.partial(_scatter_gather._gather_into, ts, out, dim, fresh=fresh)
 
 
 def all_to_all(dsts: list[torch.Tensor], srcs: list[torch.Tensor]) -> None:
