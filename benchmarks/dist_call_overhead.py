@@ -23,7 +23,13 @@ runs one untimed block.
 Targets (issue 10): prepared >= 0.97x raw at every size; plain adds <= 2 µs of host time.
 
 A world of one on NCCL makes the collective as cheap as it gets (a local copy kernel, or nothing),
-so the difference is the wrapper's cost and nothing else.  ``send_recv`` in a world of one is a
+so the difference is the wrapper's cost and nothing else.
+
+Raw sides do the same job as ours: ``all_reduce_avg`` is torch's ``AVG`` on NCCL and a sum plus a
+division elsewhere; ``reduce`` on gloo reduces a copy on the non-destination ranks, because gloo
+writes partial sums into their input (gpucomm.dist keeps it; a probe on the 2-core CPU machine,
+world 2, 256 KiB, showed torch's own reduce as slow as ours once its input is a fresh or rewritten
+buffer, so comparing against the clobbering call would time something else).  ``send_recv`` in a world of one is a
 copy in gpucomm.dist (torch has no self-send); its raw side is that same ``copy_``.
 
 The results file (``dist-call-overhead_<hardware>_<date>.txt`` under ``--out``, default ``$OUT`` or
@@ -101,8 +107,11 @@ def _sides(name: str, nbytes: int, device: torch.device, n: int, rank: int, nccl
                 a.div_(n)
         return raw, functools.partial(gd.all_reduce, a, "avg"), gd.prepare("all_reduce", a, "avg")
     if name == "reduce":
-        return (functools.partial(td.reduce, a, 0, td.ReduceOp.SUM), functools.partial(gd.reduce, a, 0, "sum"),
-                gd.prepare("reduce", a, 0, "sum"))
+        raw = functools.partial(td.reduce, a, 0, td.ReduceOp.SUM)
+        if not nccl and rank != 0:  # the same job: gloo clobbers a non-destination input, so reduce a copy
+            def raw():
+                td.reduce(a.clone(), 0, td.ReduceOp.SUM)
+        return raw, functools.partial(gd.reduce, a, 0, "sum"), gd.prepare("reduce", a, 0, "sum")
     if name == "broadcast":
         return (functools.partial(td.broadcast, a, 0), functools.partial(gd.broadcast, a, 0),
                 gd.prepare("broadcast", a, 0))

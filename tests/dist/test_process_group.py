@@ -125,3 +125,15 @@ def test_init_reads_a_launchers_world_of_one(monkeypatch, launcher):
         gd.all_reduce(t)
         assert t.tolist() == [1.0, 1.0]
     assert not gd.is_initialized()
+
+
+def test_an_unknown_backend_lists_the_valid_ones():
+    from gpucomm.dist.process_group import known_backends
+
+    assert "gloo" in known_backends() and "fake" not in known_backends()
+    with pytest.raises(ValueError) as info:
+        gd.init("nosuch")
+    msg = str(info.value)
+    assert msg.startswith("backend: expected one of ") and "'gloo'" in msg and "'nosuch'" in msg
+    with pytest.raises(TypeError, match="^backend: expected a str"):
+        gd.init(3)

@@ -33,3 +33,9 @@ def test_check_ranks_lists_every_rank_problem():
     check_ranks([[], []])
     with pytest.raises(AssertionError, match=r"2 problem\(s\):\nrank 0: a\nrank 2: b"):
         check_ranks([["a"], [], ["b"]])
+
+
+def test_spawn_refuses_more_ranks_than_the_machine_holds_unless_asked_for():
+    too_many = 4 * (os.cpu_count() or 1) + 1
+    with pytest.raises(ValueError, match="nprocs: expected at most .* allow_oversubscribe=True"):
+        spawn(_report, world_size=too_many)

@@ -32,7 +32,8 @@ DEFAULT_TIMEOUT = 120.0
 
 
 def spawn(fn: Callable, *args: Any, world_size: int = 2, backend: str = "gloo",
-          timeout: float = DEFAULT_TIMEOUT, debug_check: bool | None = None) -> list:
+          timeout: float = DEFAULT_TIMEOUT, debug_check: bool | None = None,
+          allow_oversubscribe: bool = False) -> list:
     """Run ``fn(*args)`` on ``world_size`` local ranks with a ``backend`` process group; results by rank.
 
     Args:
@@ -42,13 +43,16 @@ def spawn(fn: Callable, *args: Any, world_size: int = 2, backend: str = "gloo",
         backend: "gloo" (default) or "nccl".
         timeout: seconds before hung ranks are stopped.
         debug_check: turn the cross-rank shape check on (True) or off (False) in the workers.
+        allow_oversubscribe: start more ranks than :func:`gpucomm.dist.launch` allows by default
+            (4 per CPU core on gloo).
 
     Raises:
         gpucomm.dist.LaunchError: a rank raised, died or hung.
     """
     if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
         raise ValueError(f"world_size: expected an int >= 1, but got {world_size!r}")
-    return launch(fn, world_size, *args, backend=backend, timeout=timeout, debug_check=debug_check)
+    return launch(fn, world_size, *args, backend=backend, timeout=timeout, debug_check=debug_check,
+                  allow_oversubscribe=allow_oversubscribe)
 
 
 def check_ranks(results: Sequence[Sequence[str]]) -> None:
