@@ -163,3 +163,43 @@ def test_cpu_devices_share_cores_alike_for_processes_and_threads(omp, factor):
     for strategy in ("ddp", "replicated"):  # ATen ops release the GIL: threads run on both cores too
         pred = plan.predict(strategy, prof, wl, gpus_per_node=2, per_device_s=0.0, slowdown=0.0)
         assert pred.compute_s == pytest.approx(0.005 * factor)
+
+
+# ------------------------------------------------ DataParallel from its mechanics; measured host cost
+def test_dataparallel_gathers_the_logits_and_scatters_their_gradient():
+    from gpucomm.advisor import hardware
+    from gpucomm.advisor.plan import collective_s, dp_output_bytes, predict
+    from gpucomm.advisor.workload import make_workload
+
+    prof = hardware.get("h200-nvswitch")
+    wl = make_workload("gpt-124m", dtype="bf16", global_batch=64)
+    assert dp_output_bytes(wl) == 64 * 1024 * 50304 * 2
+    p = predict("dp", prof, wl, gpus_per_node=8)
+    gather = collective_s(prof, "gather", dp_output_bytes(wl), 8, 1, "local")
+    scatter = collective_s(prof, "scatter", dp_output_bytes(wl), 8, 1, "local")
+    assert p.comm_s >= gather + scatter > 0
+    assert p.memory_parts["gathered_outputs"] == 2 * dp_output_bytes(wl)
+    ddp = predict("ddp", prof, wl, gpus_per_node=8)
+    assert p.step_time_s > ddp.step_time_s
+
+
+def test_host_cost_comes_from_train_records_when_they_have_it():
+    import dataclasses
+
+    from gpucomm.advisor import calibrate, hardware
+    from gpucomm.advisor.plan import predict
+    from gpucomm.advisor.workload import make_workload
+
+    from ._synthetic import results, train
+
+    rows = [dataclasses.replace(train("dp", "gpt-124m", n, 100.0 + 5 * n, 64, 124_475_904, 1024),
+                                device_type="cuda", precision="bf16", host_ms_per_device=h)
+            for n, h in ((2, 3.0), (4, 3.4), (8, 3.2))]
+    rows.append(dataclasses.replace(train("single", "gpt-124m", 1, 90.0, 64, 124_475_904, 1024),
+                                    device_type="cuda", precision="bf16"))
+    prof = calibrate.calibrate(results(train_rows=rows), "h200-nvswitch")
+    assert prof.calibration["host_per_device"]["dp"] == {"s": 3.2e-3, "rows": 3}
+    p = predict("dp", prof, make_workload("gpt-124m", global_batch=64), gpus_per_node=8)
+    assert any("measured" in a and "3.20 ms" in a for a in p.assumptions)
+    q = predict("dp", hardware.get("h200-nvswitch"), make_workload("gpt-124m", global_batch=64), gpus_per_node=8)
+    assert any("ASSUMED" in a for a in q.assumptions)

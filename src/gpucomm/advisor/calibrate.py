@@ -33,11 +33,11 @@ import os
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpucomm.advisor import hardware
+from gpucomm.advisor import hardware, plan
+from gpucomm.advisor.fits import CollectiveFit, collective_fit
 from gpucomm.advisor.hardware import HardwareProfile, Link
 
 __all__ = ["BANDS", "CalibrationError", "CollectiveFit", "calibrate", "collective_fit", "fit_alpha_beta",
@@ -47,35 +47,11 @@ KiB, MiB = 2**10, 2**20
 BANDS: tuple[tuple[str, int, float], ...] = (("small", 0, 64 * KiB), ("medium", 64 * KiB, 8 * MiB),
                                              ("large", 8 * MiB, math.inf))
 _ALL = ("all", 0, math.inf)
-_PROCESS_BACKENDS = ("torch.distributed", "gpucomm.dist")
 _GPU_NAMES = (("H200", "h200-nvswitch"), ("H100", "h100-nvswitch"), ("A100", "a100-nvlink3"))
 
 
 class CalibrationError(ValueError):
     """Records that cannot calibrate anything (none usable, or a fit that is not physical)."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CollectiveFit:
-    """``t = alpha + beta * S`` for one op, participant count, scope and size band."""
-
-    op: str
-    n: int
-    scope: str
-    """"process" (multi-process backends) or "local" (one process, many devices)."""
-    band: str
-    lo: float
-    """Smallest size (bytes, inclusive) the fit applies to."""
-    hi: float
-    """Largest size (bytes, exclusive); ``inf`` for the top band."""
-    alpha_us: float
-    beta_us_per_byte: float
-    points: int
-    max_rel_err: float
-    """Largest relative residual of the fit on its own points."""
-
-    def time_s(self, nbytes: float) -> float:
-        return (self.alpha_us + self.beta_us_per_byte * nbytes) * 1e-6
 
 
 def fit_alpha_beta(sizes: Sequence[float], times_us: Sequence[float]) -> tuple[float, float]:
@@ -104,7 +80,11 @@ def fit_alpha_beta(sizes: Sequence[float], times_us: Sequence[float]) -> tuple[f
 
 
 def _scope(rec: Any) -> str:
-    return "process" if rec.world_size > 1 or rec.backend in _PROCESS_BACKENDS else "local"
+    """"process" for a multi-process measurement (a "group" backend: one participant per rank), else "local"."""
+    from gpucomm.bench.backends import BACKENDS  # the backend's own attribute, not a list of names typed here
+
+    backend = BACKENDS.get(rec.backend)
+    return "process" if rec.world_size > 1 or (backend is not None and backend.scope == "group") else "local"
 
 
 def _fit_group(op: str, n: int, scope: str, rows: list[tuple[float, float]]) -> list[CollectiveFit]:
@@ -138,20 +118,6 @@ def fit_collectives(bench: Iterable[Any]) -> list[CollectiveFit]:
     for (op, n, scope), by_size in sorted(best.items()):
         fits += _fit_group(op, n, scope, list(by_size.items()))
     return fits
-
-
-def collective_fit(fits: Sequence[CollectiveFit], op: str, n: int, nbytes: float,
-                   scope: str) -> CollectiveFit | None:
-    """The fit for exactly (op, n) covering ``nbytes``, preferring ``scope``; else None."""
-    for want in (scope, "process" if scope == "local" else "local"):
-        cands = [f for f in fits if f.op == op and f.n == n and f.scope == want]
-        for f in cands:
-            if f.band != "all" and f.lo <= nbytes < f.hi:
-                return f
-        for f in cands:
-            if f.band == "all":
-                return f
-    return None
 
 
 def derived_link(fits: Sequence[CollectiveFit], scope: str = "process") -> Link | None:
@@ -278,19 +244,32 @@ def fit_overheads(rows: Sequence[tuple[int, float, float]]) -> tuple[float, floa
 
 
 def _fit_per_device(profile: HardwareProfile, train: Iterable[Any]) -> HardwareProfile:
-    from gpucomm.advisor import plan  # plan predicts; calibration subtracts its prediction
+    """Per-device cost and compute slowdown per strategy from multi-device train rows.
 
+    Where records measured the host time per device (``TrainRecord.host_ms_per_device``, written by
+    ``gpucomm train`` for its one-process strategies), its median is the per-device cost and only the
+    slowdown is fitted to the residual; otherwise both are fitted (:func:`fit_overheads`).
+    """
     rows: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
+    host: dict[str, list[float]] = defaultdict(list)
     for r in train:
         if r.strategy not in plan.STRATEGIES or r.status != "ok" or not r.step_ms_median or r.n_devices < 2:
             continue
+        if getattr(r, "host_ms_per_device", None):
+            host[r.strategy].append(r.host_ms_per_device * 1e-3)
         wl = plan.workload_from_record(r)
         pred = plan.predict(r.strategy, profile, wl, gpus_per_node=r.n_devices, nodes=1, per_device_s=0.0,
                             slowdown=0.0)
         rows[r.strategy].append((r.n_devices, pred.compute_s, r.step_ms_median * 1e-3 - pred.step_time_s))
     fits = {k: fit_overheads(v) for k, v in rows.items()}
+    measured = {k: {"s": statistics.median(v), "rows": len(v)} for k, v in host.items()}
+    for k, m in measured.items():
+        a, pts = m["s"], rows[k]
+        scc = sum(c * c for _, c, _ in pts)
+        slow = max(0.0, sum(c * (res - a * n) for n, c, res in pts) / scc) if scc else 0.0
+        fits[k] = (a, slow)
     calib = {**profile.calibration, "per_device_s": {k: a for k, (a, _) in fits.items()},
-             "slowdown": {k: s for k, (_, s) in fits.items()}}
+             "slowdown": {k: s for k, (_, s) in fits.items()}, "host_per_device": measured}
     return dataclasses.replace(profile, calibration=calib)
 
 

@@ -3,8 +3,10 @@
 Step-time models (cost-model.md §2-§3, §6; all collectives through :func:`collective_s`):
 
 * ``dp`` (torch.nn.DataParallel, one process): broadcast of the weights from GPU 0 every step, scatter of
-  the inputs, forward and backward in threads, gather of the losses, reduce of the gradients to GPU 0
-  (after backward: nothing overlaps), optimizer on GPU 0, plus a per-device Python/GIL cost.
+  the inputs, forward in threads, gather of every replica's outputs onto GPU 0 (a GPT's full logits),
+  scatter of their gradient back, backward, reduce of the gradients to GPU 0 (after backward: nothing
+  overlaps), optimizer on GPU 0, plus a per-device host cost (measured by ``gpucomm train`` records where
+  they exist: ``TrainRecord.host_ms_per_device``); GPU 0 also holds the gathered outputs and their gradient.
 * ``replicated`` (ours, one process): persistent replicas; bucketed all-reduce overlapped with backward;
   per-device thread cost.
 * ``ddp`` (one process per GPU): DDP's buckets (1 MiB first, then 25 MiB) all-reduced as backward
@@ -46,11 +48,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucomm.advisor import cost
-from gpucomm.advisor.calibrate import CollectiveFit, collective_fit
+from gpucomm.advisor.fits import CollectiveFit, collective_fit
 from gpucomm.advisor.hardware import HardwareProfile
 from gpucomm.advisor.workload import Workload, builtin_shape, make_workload
 
-__all__ = ["DDP_OVERHEAD_FRAC", "DEFAULT_MFU", "DEFAULT_PER_DEVICE_S", "SIMPLICITY", "STRATEGIES",
+__all__ = ["DDP_OVERHEAD_FRAC", "DEFAULT_MFU", "DEFAULT_PER_DEVICE_S", "SIMPLICITY", "STRATEGIES", "dp_output_bytes",
            "TIE_MARGIN", "Prediction", "PredictionError", "collective_s", "predict", "rank", "scale",
            "single_step_s", "workload_from_record"]
 
@@ -60,8 +62,9 @@ SIMPLICITY = ("ddp", "replicated", "zero1", "zero2", "fsdp", "zero3", "dp")
 TIE_MARGIN = 0.05
 """Half the advisor's 10% accuracy target: a smaller predicted gain is no reason to pick a harder setup."""
 DEFAULT_MFU = 0.30
-"""Default model FLOPs utilisation: GPT-124M on one H200 ran 42.9 ms for 16x1024 tokens (measured-h200.md),
-6 x 124.4 M x 16384 / 42.9 ms = 285 TFLOP/s = 29% of the 989 TFLOP/s bf16 dense peak."""
+"""Default model FLOPs utilisation: GPT-124M on one H200 ran 48.5 ms for 16x1024 tokens (``single``,
+benchmarks/results/train-gpt124m_h200x1_2026-12-02), 6 x 124.5 M x 16384 / 48.5 ms = 252 TFLOP/s = 25% of the
+989 TFLOP/s bf16 dense peak; 0.30 is kept as a round figure for fused/compiled steps — calibrate."""
 DDP_OVERHEAD_FRAC = 0.04
 """DDP's own overhead on one GPU, 3-5% (pytorch benchmarks/distributed/ddp/README.md, cost-model.md §2).
 Applied at every world size, one included (that is where it was measured: the hooks and bucket copies
@@ -69,9 +72,10 @@ run whether or not there is anyone to all-reduce with), and to ZeRO and FSDP too
 wrappers hook backward and copy into buckets the same way)."""
 DEFAULT_PER_DEVICE_S = {"dp": 2.0e-3, "replicated": 0.2e-3, "ddp": 0.0, "zero1": 0.0, "zero2": 0.0,
                         "zero3": 0.0, "fsdp": 0.0}
-"""Per-device per-step Python cost when no train records calibrate it.  ASSUMED, not measured: dp 2 ms
+"""Per-device per-step host cost when no train record measures it.  ASSUMED, not measured: dp 2 ms
 (replicating the module and running a thread per replica under the GIL), replicated 0.2 ms (a thread per
-device, persistent replicas).  Calibrate with ``gpucomm train`` records to replace them."""
+device, persistent replicas).  ``gpucomm advise --calibrate`` replaces them with the median
+``TrainRecord.host_ms_per_device`` of the strategy's records, and every output says which was used."""
 _LOCAL = ("dp", "replicated")
 
 
@@ -219,6 +223,19 @@ def _optimizer_s(profile: HardwareProfile, wl: Workload, shard: float, measured:
 # ---------------------------------------------------------------- memory
 
 
+def dp_output_bytes(wl: Workload) -> float:
+    """Bytes of one step's model outputs, which DataParallel gathers onto device 0: ``batch x seq x vocab``
+    logits for a GPT (in the compute dtype: 2 bytes under bf16, 4 in fp32), ``batch x classes`` for an MLP,
+    and 4 bytes per sample when the shape is unknown."""
+    s = wl.shape
+    per = 4 if wl.precision.compute_dtype == "fp32" else 2
+    if s is None:
+        return 4.0 * wl.global_batch
+    if s.family == "gpt":
+        return float(wl.global_batch * wl.tokens_per_sample * s.vocab * per)
+    return float(wl.global_batch * s.classes * 4)
+
+
 def _memory(strategy: str, wl: Workload, n: int, b: float) -> dict[str, float]:
     p = wl.precision
     stage = {"zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}.get(strategy, 0)
@@ -234,6 +251,9 @@ def _memory(strategy: str, wl: Workload, n: int, b: float) -> dict[str, float]:
     elif strategy == "zero3":  # DeepSpeed estimate_zero3_model_states_mem_needs: 4 x largest + 18 Psi / N
         parts["model_state"] = 18 * wl.params / n
         parts["unsharded_units"] = 4 * max(wl.units())
+    elif strategy == "dp" and n > 1:
+        # device 0 holds every replica's gathered outputs and their gradient: its memory is the step's peak
+        parts["gathered_outputs"] = 2 * dp_output_bytes(wl)
     return parts
 
 
@@ -261,10 +281,15 @@ def _comm(strategy: str, profile: HardwareProfile, wl: Workload, g: int, m: int,
     if n == 1:
         return 0.0, 0.0
     if strategy == "dp":
+        # DataParallel's step, in order, nothing overlapping: replicate (broadcast the weights from device 0),
+        # scatter the inputs, gather every replica's outputs onto device 0 (for a GPT: the full logits),
+        # scatter the outputs' gradient back, and after the whole backward reduce the gradients onto device 0.
         inputs = wl.global_batch * wl.tokens_per_sample * 8  # int64 token ids (or one float row) per sample
+        outputs = dp_output_bytes(wl)
         t = [collective_s(profile, "broadcast", wl.params * p.weight_bytes, g, 1, "local"),
              collective_s(profile, "scatter", inputs, g, 1, "local"),
-             collective_s(profile, "gather", 4 * g, g, 1, "local"),
+             collective_s(profile, "gather", outputs, g, 1, "local"),
+             collective_s(profile, "scatter", outputs, g, 1, "local"),
              collective_s(profile, "reduce", grad_bytes, g, 1, "local")]
         return sum(t), sum(t)
     if strategy in ("ddp", "replicated"):
@@ -364,15 +389,21 @@ def _overheads(profile: HardwareProfile, strategy: str, per_device_s: float | No
     if strategy not in fitted and strategy not in _LOCAL and "ddp" in fitted:
         source = "ddp"
     note = ""
+    measured = calib.get("host_per_device", {})
     if per_device_s is None:
-        if source in fitted:
+        if strategy in measured:
+            per_device_s = measured[strategy]["s"]
+            note = (f"{strategy} host cost {per_device_s * 1e3:.2f} ms per device per step, measured "
+                    f"(median host_ms_per_device of {measured[strategy]['rows']} train records)")
+        elif source in fitted:
             per_device_s = fitted[source]
             if source != strategy:
                 note = f"{strategy} per-device cost and slowdown taken from ddp's calibration"
         else:
             per_device_s = DEFAULT_PER_DEVICE_S[strategy]
             if per_device_s:
-                note = f"{strategy} per-device cost {per_device_s * 1e3:.1f} ms assumed (not measured)"
+                note = (f"{strategy} host cost {per_device_s * 1e3:.1f} ms per device per step ASSUMED: no train "
+                        f"record with host_ms_per_device calibrates it (gpucomm advise --calibrate DIR)")
     if slowdown is None:
         slowdown = slow.get(source, 0.0)
     return per_device_s, slowdown, note
