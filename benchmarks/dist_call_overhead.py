@@ -232,38 +232,54 @@ def _summary(rows: list[dict], cuda: bool) -> list[str]:
     return lines
 
 
-def _run(args) -> list[str] | None:
-    """One rank's sweep; rank 0 returns the lines of the results file."""
+def _run(args) -> None:
+    """One rank's sweep; rank 0 writes the results file row by row (an interrupted run keeps its rows)."""
     pg = gd.current()
     rank, n, device = gd.get_rank(), gd.get_world_size(), gd.device()
     nccl = gd.backend() == "nccl"
     cuda = device.type == "cuda"
-    lines: list[str] = []
-    rows = []
-    for name in args.ops:
-        for nbytes in args.sizes:
-            row = measure(name, nbytes, args, device, n, rank, nccl)
-            rows.append(row)
-            if rank == 0:
-                lines.append(_format(row, cuda))
-                print(lines[-1], flush=True)
-    if rank != 0:
-        return None
     where = torch.cuda.get_device_name(device) if cuda else f"CPU ({platform.processor() or platform.machine()})"
+    per = [f"{human(s)}: {_calls_for(s, args.budget_bytes, args.min_calls, args.max_calls)}" for s in args.sizes]
     head = [f"# command: {args.command}",
             f"# {pg.backend if pg else gd.backend()} on {where}, world size {n}; torch {torch.__version__}, "
             f"Python {platform.python_version()}" + ("" if cuda else "; these are CPU numbers"),
-            f"# {args.rounds} rounds per cell, sides interleaved (order rotates each round); block of calls "
-            f"per side per round as in 'calls' below; medians over rounds",
+            f"# {args.rounds} rounds per cell, sides interleaved (order rotates each round); medians over rounds",
             "# ratios are raw time / side time (>= 1: as fast as raw); +µs = side host time - raw host time",
-            "# rank 0's timings; float32 buffers of the given size per rank"]
-    per = [f"{human(s)}: {_calls_for(s, args.budget_bytes, args.min_calls, args.max_calls)}" for s in args.sizes]
-    return head + [""] + _header(cuda) + lines + [""] + ["# " + s for s in _summary(rows, cuda)] + [
-        "", "# calls per block: " + ", ".join(per)]
+            "# rank 0's timings; float32 buffers of the given size per rank",
+            "# calls per block: " + ", ".join(per), ""] + _header(cuda)
+    out = open(args.path, "w") if rank == 0 else None
+    rows = []
+
+    def emit(line: str) -> None:
+        if out is not None:
+            out.write(line + "\n")
+            out.flush()
+            print(line, flush=True)
+
+    try:
+        for line in head:
+            emit(line)
+        for name in args.ops:
+            for nbytes in args.sizes:
+                try:
+                    row = measure(name, nbytes, args, device, n, rank, nccl)
+                except Exception as exc:  # one op the backend lacks must not lose the others' rows
+                    emit(f"| {name} | {human(nbytes)} | failed: {type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''} |")
+                    break
+                rows.append(row)
+                emit(_format(row, cuda))
+        if rows:
+            emit("")
+            for line in _summary(rows, cuda):
+                emit("# " + line)
+    finally:
+        if out is not None:
+            out.close()
 
 
-def _worker(args) -> list[str] | None:
-    return _run(args)
+def _worker(args) -> None:
+    _run(args)
 
 
 def _hardware(backend: str, n: int) -> str:
@@ -292,24 +308,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.ops = args.ops.split(",")
     unknown = sorted(set(args.ops) - set(OPS))
-    if unknown or args.factor < 2 or args.rounds < 1 or args.min_bytes > args.max_bytes:
-        parser.error(f"--ops/-f/--rounds/-b/-e: unknown ops {unknown}, or factor < 2, rounds < 1 or -b > -e")
+    for bad, message in ((unknown, f"--ops: unknown {unknown}; choose from {', '.join(OPS)}"),
+                         (args.factor < 2, f"-f: expected an int >= 2, but got {args.factor}"),
+                         (args.rounds < 1, f"--rounds: expected an int >= 1, but got {args.rounds}"),
+                         (args.min_bytes > args.max_bytes, "-b: expected a size <= -e"),
+                         (args.nproc is not None and args.nproc < 1, "--nproc: expected an int >= 1")):
+        if bad:
+            print(f"dist_call_overhead.py: error: {message}", file=sys.stderr)
+            return 2
     n = args.nproc or (2 if args.backend == "gloo" else 1)
     args.sizes = sizes(args.min_bytes, args.max_bytes, args.factor)
-    args.command = "python " + " ".join(shlex.quote(a) for a in (sys.argv if argv is None else
+    args.command = ("PYTHONPATH=src " if os.environ.get("PYTHONPATH") else "") + "python " + " ".join(shlex.quote(a) for a in (sys.argv if argv is None else
                                                                  ["benchmarks/dist_call_overhead.py", *argv]))
-    if n == 1:
-        with gd.init(args.backend):
-            lines = _run(args)
-    else:
-        lines = gd.launch(_worker, n, args, backend=args.backend, timeout=3000)[0]
     os.makedirs(args.out, exist_ok=True)
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
-    path = os.path.join(args.out, f"dist-call-overhead_{_hardware(args.backend, n)}_{date}.txt")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines[-6:]))
-    print(f"wrote {path}")
+    args.path = os.path.join(args.out, f"dist-call-overhead_{_hardware(args.backend, n)}_{date}.txt")
+    if n == 1:
+        with gd.init(args.backend):
+            _run(args)
+    else:
+        gd.launch(_worker, n, args, backend=args.backend, timeout=3000)
+    print(f"wrote {args.path}")
     return 0
 
 
