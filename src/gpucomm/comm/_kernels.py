@@ -128,7 +128,7 @@ def bind_copies(dsts: list[torch.Tensor], srcs: list[torch.Tensor]) -> Run:
     :func:`gpucomm.comm._copy.copy_many`'s choice (one fused ``_foreach_copy_`` or a loop of
     ``copy_``), made once here instead of on every call.
     """
-    if (len(dsts) >= _copy.FOREACH_MIN_COPIES and _FOREACH_COPY is not None
+    if (_FOREACH_COPY is not None and (len(dsts) >= _copy.FOREACH_MIN_COPIES or len(dsts) > 1 and dsts[0].is_cpu)
             and dsts[0].nbytes <= _copy.FOREACH_MAX_BYTES and _copy._batchable(dsts, srcs, None)
             and not any(t.requires_grad for t in (*dsts, *srcs))):
         return functools.partial(_FOREACH_COPY, dsts, srcs, non_blocking=True)

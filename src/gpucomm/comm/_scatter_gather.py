@@ -196,8 +196,11 @@ def scatter_into(tensor: torch.Tensor, outs: list[torch.Tensor], d: int, strs: l
         # Python round trip per chunk (everything it checks has been checked above, with our messages).
         _TORCH_SCATTER_OUT(tensor, outs, d, None)
         return
-    chunks = tensor.split([o.shape[d] for o in outs], d)
-    pairs = [(o, c, None if strs is None else strs[i]) for i, (o, c) in enumerate(zip(outs, chunks, strict=True))]
+    chunks = tensor.split_with_sizes([o.shape[d] for o in outs], d)  # Tensor.split's Python wrapper costs µs
+    if strs is None:
+        pairs = list(zip(outs, chunks, strict=True))
+    else:
+        pairs = [(o, c, s) for o, c, s in zip(outs, chunks, strs, strict=True)]
     _copy.copy_all(_copy.protect(pairs, outs) if overlap else pairs)
 
 

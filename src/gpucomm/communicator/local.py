@@ -59,6 +59,24 @@ def _via_comm(name: str, first, **kwargs) -> Plan:
             lambda: comm.prepare(name, first, out, **kwargs), ())
 
 
+_OPS = {o.value: o for o in ReduceOp}
+
+
+def _op(op: str | ReduceOp) -> ReduceOp:
+    """``parse_op(op)``, its common case (an exact name or a ReduceOp) answered by one dict lookup."""
+    if type(op) is ReduceOp:
+        return op
+    hit = _OPS.get(op) if type(op) is str else None
+    return hit if hit is not None else parse_op(op)
+
+
+@functools.lru_cache(maxsize=512)
+def _output_shape(name: str, shape: torch.Size, n: int) -> tuple[int, ...]:
+    """The spec's ``output_shape(shape, n)`` for collective ``name``, remembered: the same buffers
+    come back call after call.  Errors (a shape that does not split) are not cached."""
+    return _spec.get(name).output_shape(shape, n)
+
+
 def _alike(ts: list[torch.Tensor], shape, dtype: torch.dtype) -> bool:
     """Every tensor strided with that shape and dtype (gpucomm.comm's ``dense_like``, inlined)."""
     return all(t.shape == shape and t.dtype is dtype and t.layout is _STRIDED for t in ts)
@@ -155,7 +173,7 @@ class LocalCommunicator(Communicator):
 
     def _plan_reduce(self, tensors: Tensors, root: int = 0, op: str | ReduceOp = "sum") -> Plan:
         ts = self._held(tensors, "tensors")
-        o = parse_op(op)
+        o = _op(op)
         dst = ts[self._root(root)]
         first = ts[0]
         if self._usable and _reducible(o, first) and _alike(ts, first.shape, first.dtype):
@@ -165,7 +183,7 @@ class LocalCommunicator(Communicator):
 
     def _plan_all_reduce(self, tensors: Tensors, op: str | ReduceOp = "sum") -> Plan:
         ts = self._held(tensors, "tensors")
-        o = parse_op(op)
+        o = _op(op)
         first = ts[0]
         if self._usable and _reducible(o, first) and _alike(ts, first.shape, first.dtype):
             k = _k()
@@ -174,7 +192,7 @@ class LocalCommunicator(Communicator):
 
     def _plan_all_gather(self, outputs: Tensors, inputs: Tensors) -> Plan:
         outs, ins = self._held(outputs, "outputs"), self._held(inputs, "inputs")
-        want = _ALL_GATHER.output_shape(ins[0].shape, self._n)
+        want = _output_shape("all_gather", ins[0].shape, self._n)
         if not all(tuple(o.shape) == want for o in outs):
             for i, o in enumerate(outs):
                 check_shape(f"outputs[{i}]", o, want, f"n={self._n} inputs of shape {list(ins[0].shape)} "
@@ -187,8 +205,8 @@ class LocalCommunicator(Communicator):
 
     def _plan_reduce_scatter(self, outputs: Tensors, inputs: Tensors, op: str | ReduceOp = "sum") -> Plan:
         outs, ins = self._held(outputs, "outputs"), self._held(inputs, "inputs")
-        o = parse_op(op)
-        want = _REDUCE_SCATTER.output_shape(ins[0].shape, self._n)
+        o = _op(op)
+        want = _output_shape("reduce_scatter", ins[0].shape, self._n)
         if not all(tuple(x.shape) == want for x in outs):
             for i, x in enumerate(outs):
                 check_shape(f"outputs[{i}]", x, want, f"chunk of {self._n} of an input of shape {list(ins[0].shape)}")
@@ -205,7 +223,7 @@ class LocalCommunicator(Communicator):
         if src is None:
             raise TypeError(f"inputs[{root}]: expected the root's tensor, but got None")
         n = self._n
-        want = _SCATTER.output_shape(src.shape, n)
+        want = _output_shape("scatter", src.shape, n)
         if not all(tuple(o.shape) == want for o in outs):
             for i, o in enumerate(outs):
                 check_shape(f"outputs[{i}]", o, want, f"chunk of {n} of the root's input of shape {list(src.shape)}")
