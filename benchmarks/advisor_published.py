@@ -124,6 +124,27 @@ def _layout(d: dict) -> str:
     return " ".join(f"{k}={d[k]}" for k in keys if d.get(k) not in (None, 1, "none") or k == "dp")
 
 
+SEARCH_405B = ["advise", "--model", "llama3-405b", "--hardware", "h100-nvswitch", "--nodes", "512", "--gpus", "8",
+               "--global-batch", "2048", "--json", "--top", "1"]
+
+
+def time_search() -> str:
+    """The issue's speed case: every layout of Llama-3-405B on 4,096 H100s searched through the CLI."""
+    from gpucomm import models
+    from gpucomm.advisor import hardware
+    from gpucomm.advisor.search import Job, candidates
+
+    t0 = time.perf_counter()
+    rc, out, err = run_cli(SEARCH_405B)
+    dt = time.perf_counter() - t0
+    job = Job(arch=models.get("llama3-405b"), profile=hardware.get("h100-nvswitch"), nodes=512, gpus_per_node=8,
+              global_batch=2048, seq=8192)
+    best = json.loads(out)["advice"][0] if rc == 0 else {}
+    return (f"search: gpucomm {' '.join(SEARCH_405B)} -> {len(candidates(job, {}))} layouts in {dt:.2f} s "
+            f"(target <= 5 s); best {_layout(best.get('layout', {}))}, "
+            f"{best.get('tokens_per_s_per_gpu', float('nan')):,.0f} tokens/s/GPU" if rc == 0 else f"search failed: {err}")
+
+
 def report(results: list[dict], path: Path, elapsed: float) -> str:
     lines = ["# gpucomm advise vs published training runs", "",
              "command: python benchmarks/advisor_published.py " + " ".join(sys.argv[1:])
@@ -169,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = [r for r in rows if r["id"] in set(args.only)]
     t0 = time.perf_counter()
     text = report(evaluate(rows), path, time.perf_counter() - t0)
+    if not args.only:
+        text += time_search() + "\n"
     print(text, end="")
     if args.out:
         Path(args.out).write_text(text)
