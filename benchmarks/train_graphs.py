@@ -330,7 +330,16 @@ def main(argv: list[str] | None = None) -> int:
             if rows and time.perf_counter() - t_start > args.time_limit:
                 skipped.append(f"{name} x{n}")
                 continue
-            form_rows = _measure_form(args, name, n, timer)
+            try:
+                form_rows = _measure_form(args, name, n, timer)
+            except Exception as exc:  # one form's failure must not cost the others their rows
+                label = "single" if name == "single" else f"replicated x{n}"
+                reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                form_rows = [{"form": label, "strategy": name, "replicas": n, "mode": mode, "status": "error",
+                              "reason": reason} for mode in ("eager", "graphs")]
+                gc.collect()
+                if args.device == "cuda":
+                    torch.cuda.empty_cache()
             for row in form_rows:
                 jsonl.write(json.dumps(row) + "\n")
                 jsonl.flush()
