@@ -222,3 +222,20 @@ def test_out_held_by_a_live_run_is_refused(tmp_path, capsys):
         err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
         assert len(err) == 1 and "another gpucomm run" in err[0], err
         assert (out / records.RECORDS_FILE).read_text() == before  # not a byte added
+
+
+def test_bench_help_imports_no_torch():
+    code = ("import argparse, sys\n"
+            "from gpucomm.bench import cli\n"
+            "p = argparse.ArgumentParser(); cli.add_parser(p.add_subparsers())\n"
+            "p.format_help()\n"
+            "print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False", done.stderr
+
+
+def test_every_bench_option_has_help():
+    parser = _parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices["bench"]
+    missing = [a.option_strings for a in sub._actions if a.option_strings and not a.help]
+    assert missing == []
