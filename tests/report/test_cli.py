@@ -47,3 +47,13 @@ def test_hostile_records_are_one_line_naming_file_and_line(tmp_path, capsys, con
     assert len(err) == 1 and what in err[0] and "records.jsonl:2:" in err[0], err
     assert "Traceback" not in err[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_report_prints_its_findings_at_80_columns(gpu_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["report", str(gpu_dir), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    findings = out.split("findings:\n", 1)[1]
+    assert "all_reduce: gpucomm.comm vs torch.cuda.comm: 1.25x faster" in findings.replace("\n", " ")
+    assert "WRONG" in findings
+    assert max(len(line) for line in findings.splitlines()) <= 80

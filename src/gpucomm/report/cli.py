@@ -71,4 +71,22 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for path in paths.values():
         print(path)
+    _print_findings(args.dirs)
     return 0
+
+
+def _print_findings(dirs: list[str]) -> None:
+    """The report's findings, in the terminal too: the answer without opening a file."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from gpucomm.report.findings import pair_sentences, trust_sentences
+    from gpucomm.report.runs import load_runs
+
+    runs = load_runs(dirs)
+    lines = pair_sentences(runs) + [text for _tone, text in trust_sentences(runs)]
+    if lines:
+        console = Console(highlight=False)
+        console.print(Text("findings:", style="bold"))
+        for line in lines:
+            console.print(Text(f"- {line}"))

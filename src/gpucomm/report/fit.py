@@ -8,9 +8,9 @@ width it is given, what to show:
    every row ("type float32", "redop sum", "hardware h200-nvswitch") is said once under the table.
 2. **Prose becomes numbered notes.**  A ``prose`` column (a reason, a note) shows ``[1]``, ``[2]`` …
    and the text is listed under the table, once per distinct text, where it can take the full width.
-3. **Optional numbers go last.**  While the table is still wider than the terminal, the ``optional``
-   column with the highest ``drop`` rank is left out, and the caption says which were left out and
-   where to read them.
+3. **Optional numbers go last.**  An optional column (one with a ``drop`` rank) that is empty in every
+   row is left out; while the table is still wider than the terminal, the optional column with the
+   highest ``drop`` rank is left out, and the caption says which were left out and where to read them.
 4. **Names never truncate.**  Name columns fold onto a second line only when nothing else is left to
    move; numbers never wrap.
 
@@ -90,7 +90,10 @@ class FitTable:
     def layout(self, width: int, console: Console | None = None) -> tuple[list[int], list[str]]:
         """(indices of the columns shown, names of the optional columns left out) at ``width``."""
         constant = self.constants()
-        shown = [i for i, c in enumerate(self.columns) if c.name not in constant and not c.prose]
+        empty = {i for i, c in enumerate(self.columns)  # an optional column with nothing in it says nothing
+                 if c.drop and self.rows and all(row[i] in (MISSING, "") for row in self.rows)}
+        shown = [i for i, c in enumerate(self.columns)
+                 if c.name not in constant and not c.prose and i not in empty]
         dropped: list[str] = []
         console = console or Console(width=width)
         options = console.options.update_width(_UNBOUNDED)  # the natural width, not one clamped to ours
