@@ -148,7 +148,8 @@ def time_search() -> str:
 def report(results: list[dict], path: Path, elapsed: float) -> str:
     lines = ["# gpucomm advise vs published training runs", "",
              "command: python benchmarks/advisor_published.py " + " ".join(sys.argv[1:])
-             + (f"  (rows: {path} relative to the repository's parent: the default)" if path == DEFAULT else ""),
+             + ("  (rows: ../shared/reference/published-training.jsonl beside the repository, the default)"
+                if path == DEFAULT else ""),
              "hardware: none used (predictions); published runs on A100/H100 clusters as each row states", "",
              "| id | published tok/s/GPU | predicted | error | fits | layout (searched keys filled in) | MFU |",
              "|---|---:|---:|---:|---|---|---:|"]
