@@ -94,3 +94,21 @@ def test_graph_form_is_planned_only_under_eager_cuda_timing():
     assert [p.form for p in eager[:3]] == ["plain", "prepared", "graph"]
     captured = plan(dataclasses.replace(cuda, cuda_graph=True), [BACKENDS["gpucomm.comm"]], 3, all_forms)
     assert {p.form for p in captured} == {"plain", "prepared"}  # a graph is not captured inside a graph
+
+
+def test_a_graph_that_cannot_be_captured_is_skipped_not_failed():
+    from gpucomm.bench.runner import GraphCaptureError
+
+    class NoCapture(PreparingBackend):
+        def __init__(self, devices):
+            super().__init__(devices)
+            self.forms = (*self.forms, "graph")  # as on CUDA
+
+        def bind(self, inv, form="plain"):
+            if form == "graph":
+                raise RuntimeError("operation not permitted when stream is capturing")
+            return super().bind(inv, form)
+
+    case = plan_case(C.ALL_REDUCE, 64, 3, torch.float32, ReduceOp.SUM, IN_PLACE)
+    with pytest.raises(GraphCaptureError, match="not permitted"):
+        measure(NoCapture(list(CFG.devices)), case, CFG, form="graph")

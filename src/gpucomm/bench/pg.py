@@ -77,7 +77,8 @@ def _loop(cfg: BenchConfig, emit: Emit) -> dict[str, Any]:
     skipped = unsupported_reasons(cfg, specs, forms)
 
     def on_skip(point, exc: BaseException) -> None:
-        skipped.append(f"{point.backend} {point.case.op} under cuda-graph from {point.case.size} B "
+        how = "in graph form" if point.form == _backends.GRAPH else "under cuda-graph"
+        skipped.append(f"{point.backend} {point.case.op} {how} from {point.case.size} B "
                        f"(capture failed: {exc})")
 
     run_points(points, built, cfg, emit_rank0, combine=_combine(device), on_skip=on_skip)

@@ -150,7 +150,12 @@ def measure(backend: Adapter, case: Case, cfg: BenchConfig, combine: Combine | N
         fill(case, bufs, backend.participants)
 
     invocations = [backend.invocation(case, bufs) for bufs in sets]
-    calls = [backend.bind(inv, form) for inv in invocations]
+    try:
+        calls = [backend.bind(inv, form) for inv in invocations]
+    except Exception as exc:
+        if form != GRAPH:
+            raise
+        raise GraphCaptureError(f"{type(exc).__name__}: {exc}") from exc  # the graph form is skipped, not failed
 
     def step(i: int) -> None:
         calls[i % len(calls)]()

@@ -199,7 +199,8 @@ class Session:
                    on_skip=self._on_skip)
 
     def _on_skip(self, point: Point, exc: BaseException) -> None:
-        self._problem(f"not measured: {point.backend} {point.case.op} under cuda-graph from {point.case.size} B "
+        how = "in graph form" if point.form == _backends.GRAPH else "under cuda-graph"
+        self._problem(f"not measured: {point.backend} {point.case.op} {how} from {point.case.size} B "
                       f"(capture failed: {exc})", failure=False)
 
     def _on_start(self, point: Point) -> None:
@@ -229,7 +230,7 @@ class Session:
             for line in summary.get("problems", []):
                 self._problem(line, failure=self.named)
             for line in summary.get("skipped", []):
-                if "cuda-graph" in line:
+                if "cuda-graph" in line or "graph form" in line:
                     self._problem(f"not measured: {line}", failure=False)
 
     # ----- the end ------------------------------------------------------------------------------------
