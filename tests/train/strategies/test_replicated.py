@@ -169,3 +169,38 @@ def test_gpu_local_form_on_a_repeated_device():
     assert compare_runs(run, single_run, 1e-5).equal and run.problems == []
     comm = strategy.take_comm_ms()
     assert comm is not None and len(comm) == cfg.steps and all(t > 0 for t in comm)
+
+
+def _cuda_rank_body(devices: list[str], graphs: bool):
+    import gpucomm.dist as gd
+
+    rank, world = gd.get_rank(), gd.get_world_size()
+    cfg = TrainConfig(strategies=("single", "replicated"), model="gpt-tiny", steps=4, warmup_steps=1,
+                      global_batch=8, devices=devices, nproc=world, graphs=graphs)
+    strategy = ReplicatedStrategy(cfg, ReplicatedStrategy.rank_devices(cfg, rank, world), rank=rank,
+                                  world_size=world)
+    run = run_strategy(strategy, load_workload("gpt-tiny"), cfg, world_size=world)
+    return {"losses": run.losses, "problems": run.problems}
+
+
+def _over_nccl(devices: list[str], graphs: bool) -> None:
+    results = spawn(_cuda_rank_body, devices, graphs, world_size=2, backend="nccl")
+    check_ranks([r["problems"] for r in results])
+    cfg = TrainConfig(strategies=("single",), model="gpt-tiny", steps=4, warmup_steps=1, global_batch=8,
+                      devices=devices[:1])
+    reference = _run(SingleStrategy, cfg)
+    losses = [sum(r["losses"][s] for r in results) / 2 for s in range(cfg.steps)]
+    tol = 3e-2  # bf16 autocast (TOLERANCES["bf16-autocast"])
+    assert all(abs(a - b) <= tol * abs(b) for a, b in zip(losses, reference.losses, strict=True))
+
+
+@pytest.mark.parametrize("graphs", [False, True])
+@requires_gpus(2)
+def test_gpu_one_gpu_per_process_over_nccl(graphs):
+    _over_nccl(["cuda:0", "cuda:1"], graphs)
+
+
+@pytest.mark.parametrize("graphs", [False, True])
+@requires_gpus(4)
+def test_gpu_hybrid_over_nccl(graphs):
+    _over_nccl(["cuda:0", "cuda:1", "cuda:2", "cuda:3"], graphs)
