@@ -14,6 +14,7 @@ op                     gpucomm.comm                         torch.cuda.comm base
 broadcast              broadcast(x, devices)                broadcast(x, devices)
 broadcast_coalesced    16 tensors of size/16                broadcast_coalesced
 reduce_add             reduce_add(ts, devices[0])           reduce_add
+reduce_add_coalesced   16 tensors of size/16 per device     reduce_add_coalesced
 scatter                scatter(x, devices)                  scatter
 gather                 gather(ts of size/n, 0, devices[0])  gather
 gather_to_cpu          gather(ts, 0, "cpu")                 gather(ts, 0, "cpu")
@@ -31,6 +32,14 @@ Usage::
     python benchmarks/comm_vs_torch.py                                  # all visible GPUs (1 GPU: cuda:0 x4)
     python benchmarks/comm_vs_torch.py --devices cuda:0,cuda:0,cuda:0,cuda:0 --max-bytes 64M
     python benchmarks/comm_vs_torch.py --ops gather_to_cpu,scatter_from_pageable --json out.jsonl
+    python benchmarks/comm_vs_torch.py --out "$OUT"     # writes comm-vs-torch_<hardware>_<date>.txt/.jsonl
+
+With ``--out DIR`` (default: ``$OUT`` when set) the table also goes to
+``DIR/comm-vs-torch_<hardware>_<date>.txt`` and every row to the ``.jsonl`` beside it (a header
+object with the command first, then one object per row, flushed as it is measured).  ``--budget-s``
+stops starting new points once that many seconds have passed (the rows so far are kept), so a run
+fits the time it is given; the default sweep (8 B - 256 MiB, every op) takes about 2-3 minutes on
+one H200.
 
 Times are GPU timestamps between events recorded before the call and after every device's current
 stream has caught up, so they include host-side issue time whenever the GPU waits for it.  Without
@@ -40,17 +49,21 @@ CUDA the script exits with status 2: torch.cuda.comm does not run on CPUs.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
+import shlex
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
 HOST_OPS = {"gather_to_cpu", "scatter_from_pageable", "scatter_from_pinned"}
-OPS = ["broadcast", "broadcast_coalesced", "reduce_add", "scatter", "gather", "gather_to_cpu",
+OPS = ["broadcast", "broadcast_coalesced", "reduce_add", "reduce_add_coalesced", "scatter", "gather", "gather_to_cpu",
        "scatter_from_pageable", "scatter_from_pinned", "reduce", "all_reduce", "all_gather", "reduce_scatter",
        "all_to_all"]
 
@@ -118,6 +131,9 @@ def make(op: str, size: int, devices: list[torch.device]) -> tuple[Callable, Cal
         sets = [torch.randn(numel, device=d0) for _ in range(copies)]
     elif op == "broadcast_coalesced":
         sets = [[torch.randn(max(1, numel // 16), device=d0) for _ in range(16)] for _ in range(copies)]
+    elif op == "reduce_add_coalesced":
+        sets = [[[torch.randn(max(1, numel // 16), device=d) for _ in range(16)] for d in devices]
+                for _ in range(copies)]
     elif op in ("scatter_from_pageable", "scatter_from_pinned"):
         sets = [torch.randn(numel) for _ in range(copies)]
         if op == "scatter_from_pinned":
@@ -147,6 +163,8 @@ def make(op: str, size: int, devices: list[torch.device]) -> tuple[Callable, Cal
         "broadcast_coalesced": (lambda: gc.broadcast_coalesced(cur(), devices),
                                 lambda: tc.broadcast_coalesced(cur(), devices)),
         "reduce_add": (lambda: gc.reduce_add(cur(), d0), lambda: tc.reduce_add(cur(), d0)),
+        "reduce_add_coalesced": (lambda: gc.reduce_add_coalesced(cur(), d0),
+                                 lambda: tc.reduce_add_coalesced(cur(), d0)),
         "scatter": (lambda: gc.scatter(cur(), devices), lambda: tc.scatter(cur(), devices)),
         "scatter_from_pageable": (lambda: gc.scatter(cur(), devices), lambda: tc.scatter(cur(), devices)),
         "scatter_from_pinned": (lambda: gc.scatter(cur(), devices), lambda: tc.scatter(cur(), devices)),
@@ -253,7 +271,7 @@ def parser() -> argparse.ArgumentParser:
                    "(default: every visible GPU; with one GPU, cuda:0 four times)")
     p.add_argument("--ops", default=",".join(OPS), help=f"comma list from: {', '.join(OPS)}")
     p.add_argument("--min-bytes", type=parse_size, default=8, help="smallest size (default 8)")
-    p.add_argument("--max-bytes", type=parse_size, default=1 << 30, help="largest size (default 1G)")
+    p.add_argument("--max-bytes", type=parse_size, default=256 << 20, help="largest size (default 256M)")
     p.add_argument("--host-max-bytes", type=parse_size, default=256 << 20,
                    help="largest size for the ops with a CPU end (default 256M; torch's are slow)")
     p.add_argument("--factor", type=int, default=4, help="size step (default 4)")
@@ -262,6 +280,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--time-per-point", type=float, default=0.15,
                    help="seconds of timed work to aim for per side and size (caps --iters for big sizes)")
     p.add_argument("--json", metavar="PATH", help="also write one JSON object per row (JSON Lines)")
+    p.add_argument("--out", metavar="DIR", default=os.environ.get("OUT"),
+                   help="also write comm-vs-torch_<hardware>_<date>.txt and .jsonl there (default: $OUT if set)")
+    p.add_argument("--date", default=datetime.date.today().isoformat(), help="date in the --out file names")
+    p.add_argument("--budget-s", type=float, default=230.0,
+                   help="start no new point after this many seconds (default 230: the H200 run's 4 minutes)")
     p.add_argument("--fail-below", type=float, metavar="RATIO",
                    help="exit 1 if any ratio (torch / ours) is below RATIO")
     return p
@@ -287,31 +310,54 @@ def main(argv: list[str] | None = None) -> int:
         print(f"comm_vs_torch: --devices must name CUDA devices cuda:0..cuda:{count - 1}, got {names}",
               file=sys.stderr)
         return 2
-    out = open(args.json, "a") if args.json else None  # closed in the finally below
-    print(f"# gpucomm.comm vs torch.cuda.comm | torch {torch.__version__} | {torch.cuda.get_device_name(0)} | "
-          f"devices {','.join(map(str, devices))}")
-    print("# times in microseconds (median, p99 of CUDA-event timings); ratio = torch / ours, > 1: we are faster")
-    head = f"{'op':22s} {'size':>9s} {'torch med':>10s} {'torch p99':>10s} {'ours med':>10s} {'ours p99':>10s} " \
-           f"{'ratio':>7s} {'GB/s':>8s} {'ok':>3s}"
-    print(head)
+    outs = [open(args.json, "a")] if args.json else []  # closed in the finally below
+    command = "python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
+    stem = None
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        gpu = torch.cuda.get_device_name(0).lower().replace("nvidia", "").split()
+        hw = next((w for w in gpu if any(c.isdigit() for c in w)), "gpu") + f"x{len({d.index for d in devices})}"
+        stem = Path(args.out) / f"comm-vs-torch_{hw}_{args.date}"
+        outs.append(open(f"{stem}.jsonl", "w"))
+        outs[-1].write(json.dumps({"kind": "header", "command": command, "torch": torch.__version__,
+                                   "devices": [str(d) for d in devices]}) + "\n")
+    lines = [f"# command: {command}",
+             f"# gpucomm.comm vs torch.cuda.comm | torch {torch.__version__} | {torch.cuda.get_device_name(0)} | "
+             f"devices {','.join(map(str, devices))}",
+             "# times in microseconds (median, p99 of CUDA-event timings); ratio = torch / ours, > 1: we are faster",
+             f"{'op':22s} {'size':>9s} {'torch med':>10s} {'torch p99':>10s} {'ours med':>10s} {'ours p99':>10s} "
+             f"{'ratio':>7s} {'GB/s':>8s} {'ok':>3s}"]
+    for line in lines:
+        print(line, flush=True)
     worst = float("inf")
+    start = time.perf_counter()
     try:
         for op in ops:
             top = min(args.max_bytes, args.host_max_bytes) if op in HOST_OPS else args.max_bytes
             for size in sizes(args.min_bytes, top, args.factor):
+                if time.perf_counter() - start > args.budget_s:
+                    raise TimeoutError
                 row = measure(op, size, devices, args)
                 worst = min(worst, row.ratio)
                 ok = "-" if row.correct is None else ("yes" if row.correct else "NO")
-                print(f"{op:22s} {human(size):>9s} {row.torch_median_us:10.1f} {row.torch_p99_us:10.1f} "
-                      f"{row.ours_median_us:10.1f} {row.ours_p99_us:10.1f} {row.ratio:7.2f} "
-                      f"{row.ours_algbw_GBps:8.2f} {ok:>3s}", flush=True)
-                if out:
-                    out.write(json.dumps({"kind": "comm_vs_torch", **asdict(row)}) + "\n")
-                    out.flush()
+                line = (f"{op:22s} {human(size):>9s} {row.torch_median_us:10.1f} {row.torch_p99_us:10.1f} "
+                        f"{row.ours_median_us:10.1f} {row.ours_p99_us:10.1f} {row.ratio:7.2f} "
+                        f"{row.ours_algbw_GBps:8.2f} {ok:>3s}")
+                lines.append(line)
+                print(line, flush=True)
+                for f in outs:
+                    f.write(json.dumps({"kind": "comm_vs_torch", **asdict(row)}) + "\n")
+                    f.flush()
                 torch.cuda.empty_cache()
+    except (KeyboardInterrupt, TimeoutError) as stop:
+        lines.append(f"# stopped early ({'--budget-s reached' if isinstance(stop, TimeoutError) else 'interrupted'}):"
+                     " the rows above are complete, later points were not run")
+        print(lines[-1], flush=True)
     finally:
-        if out:
-            out.close()
+        for f in outs:
+            f.close()
+        if stem is not None:
+            Path(f"{stem}.txt").write_text("\n".join(lines) + "\n")
     if args.fail_below is not None and worst < args.fail_below:
         print(f"# worst ratio {worst:.2f} is below --fail-below {args.fail_below}", file=sys.stderr)
         return 1

@@ -37,8 +37,19 @@ def test_exits_2_without_cuda(capsys):
 def test_tiny_run_on_one_gpu(tmp_path, capsys):
     path = tmp_path / "rows.jsonl"
     code = bench.main(["--devices", "cuda:0,cuda:0", "--max-bytes", "1K", "--iters", "4", "--warmup", "1",
-                       "--json", str(path)])
+                       "--json", str(path), "--out", str(tmp_path), "--date", "D"])
     assert code == 0
     rows = path.read_text().splitlines()
     assert len(rows) == len(bench.OPS) * len(bench.sizes(8, 1024, 4))
     assert '"correct": false' not in path.read_text()
+    table = next(tmp_path.glob("comm-vs-torch_*x1_D.txt")).read_text()
+    assert table.startswith("# command: python ") and table.count("\n") == len(rows) + 4
+    assert len(next(tmp_path.glob("comm-vs-torch_*x1_D.jsonl")).read_text().splitlines()) == len(rows) + 1
+
+
+def test_budget_stops_before_any_point_and_keeps_the_header(tmp_path):
+    if not torch.cuda.is_available():
+        pytest.skip("the sweep itself needs CUDA")
+    assert bench.main(["--devices", "cuda:0,cuda:0", "--max-bytes", "1K", "--budget-s", "0",
+                       "--out", str(tmp_path)]) == 0
+    assert "stopped early (--budget-s reached)" in next(tmp_path.glob("*.txt")).read_text()

@@ -83,8 +83,21 @@ def broadcast_buckets(tensors: list[torch.Tensor], devices: list[torch.device], 
 
 
 def reduce_buckets(inputs: list[list[torch.Tensor]], destination: torch.device, buffer_size: int,
-                   reduce_add: ReduceAdd) -> tuple[torch.Tensor, ...]:
-    """Position-wise sums of ``inputs[g][k]`` over groups g, in the order of ``inputs[0]``."""
+                   reduce_add: ReduceAdd, reduce_flat: ReduceAdd | None = None) -> tuple[torch.Tensor, ...]:
+    """Position-wise sums of ``inputs[g][k]`` over groups g, in the order of ``inputs[0]``.
+
+    ``reduce_add`` sums a sparse position; ``reduce_flat`` (default ``reduce_add``) sums the flat
+    buffers of a bucket, which are dense, of one shape and dtype, and made here: the caller may pass
+    an unchecked kernel for them.
+    """
+    reduce_flat = reduce_flat or reduce_add
+    if all(_all_dense_one_dtype(g) for g in inputs) and inputs[0]:
+        buckets = [_dense_buckets(g, buffer_size) for g in inputs]  # no sparse, no reordering needed
+        output: list[torch.Tensor] = []
+        for chunks in zip(*buckets, strict=True):
+            flat = reduce_flat([_flatten_dense_tensors(c) for c in chunks], destination)
+            output.extend(t.data for t in _unflatten_dense_tensors(flat, chunks[0]))
+        return tuple(output)
     dense: list[list[torch.Tensor]] = [[] for _ in inputs]
     output: list[torch.Tensor] = []
     ref_order: list[torch.Tensor] = []
@@ -98,6 +111,13 @@ def reduce_buckets(inputs: list[list[torch.Tensor]], destination: torch.device, 
             ref_order.append(dense[0][-1])
     buckets = [_take_tensors(group, buffer_size) for group in dense]
     for chunks in zip(*buckets, strict=True):
-        flat = reduce_add([_flatten_dense_tensors(c) for c in chunks], destination)
+        flat = reduce_flat([_flatten_dense_tensors(c) for c in chunks], destination)
         output.extend(t.data for t in _unflatten_dense_tensors(flat, chunks[0]))
     return tuple(_reorder_tensors_as(output, ref_order))
+
+
+def _all_dense_one_dtype(group: list[torch.Tensor]) -> bool:
+    if not group:
+        return True
+    dtype = group[0].dtype
+    return all(t.layout == torch.strided and t.dtype == dtype for t in group)

@@ -194,7 +194,15 @@ def reduce_add_coalesced(inputs: Any, destination: Any = None,
     if groups[0] and not any(g[0].device == dest for g in groups):
         raise fail_value("destination", "a device that holds one of the input lists",
                          f"{dest}, while the lists are on {[str(g[0].device) for g in groups]}")
-    return _coalesce.reduce_buckets(groups, dest, size, reduce_add)
+    return _coalesce.reduce_buckets(groups, dest, size, reduce_add, _reduce_flats)
+
+
+def _reduce_flats(flats: list[torch.Tensor], dest: torch.device) -> torch.Tensor:
+    """reduce_add's work on a bucket's flat buffers (dense, one shape and dtype, one already on dest):
+    its checks were made on the tensors the buffers were flattened from."""
+    if len(flats) == 1:
+        return flats[0]
+    return _reduce_to(flats, dest, ReduceOp.SUM)
 
 
 # ----- the collectives torch.cuda.comm lacks ------------------------------------------------------
