@@ -208,14 +208,18 @@ def run(args: argparse.Namespace, emit: Callable[[str], None]) -> dict[str, floa
         _world_of_one(device)
     emit("# train_vs_plain: gpucomm train's single (and ddp at world size 1) against a plain PyTorch loop, "
          "interleaved in one process")
-    emit(f"# command: {' '.join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])}")
+    env = "".join(f"{k}={os.environ[k]} " for k in ("OMP_NUM_THREADS", "NCCL_NVLS_ENABLE") if k in os.environ)
+    emit(f"# command: {env}python {' '.join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])}")
     emit(f"# date: {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}; hardware: {_hardware(device)}; "
          f"python {platform.python_version()}; torch {torch.__version__}")
     emit(f"# model {model} (seq {workload.seq_len}), batch {batch}, precision {config.resolved_precision()}, "
          f"AdamW{' fused' if cuda else ''} lr {args.lr}; {args.warmup} warmup + {args.steps} timed steps per block; "
          f"{args.rounds} rounds; side order rotates each round")
     if not cuda:
-        emit("# CPU numbers: no allocator statistics (memory n/a); the step time is the host clock")
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        emit(f"# CPU numbers: no allocator statistics (memory n/a); the step time is the host clock; "
+             f"load average {load:.1f} on {os.cpu_count()} cores at the start (a shared machine's noise "
+             f"dwarfs a harness cost here)")
     emit("# mean_ms = window / steps (host clock between two synchronizes, the same for every side); "
          "median_ms = per-step median (gpucomm: CUDA events, host clock on CPU; plain: host clock on CPU only, "
          "since on CUDA a per-step reading would need a sync)")

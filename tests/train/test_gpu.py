@@ -22,6 +22,10 @@ def _check(cmp, precision: str, n_devices: dict[str, int]) -> None:
         assert r.precision == precision and r.device_type == "cuda"
         assert r.n_devices == n_devices[name]
         assert len(r.peak_mem_bytes) == r.n_devices and min(r.peak_mem_bytes) > 0
+        assert r.gpu_ms_median > 0 and r.host_ms_median > 0 and r.host_breakdown_ms
+        per_process = 1 if name == "ddp" else r.n_devices  # the devices one process drives
+        assert abs(r.host_ms_per_device - r.host_ms_median / per_process) < 1e-9
+        assert "may include waits" not in r.note  # host time from the idle-device warmup steps
         if name != "single":
             assert r.tolerance == TOLERANCES[precision]
             assert r.equal_to_single, (name, r.max_loss_rel_diff, r.max_param_rel_diff)
@@ -29,7 +33,7 @@ def _check(cmp, precision: str, n_devices: dict[str, int]) -> None:
 
 
 def _cfg(devices, **kw) -> TrainConfig:
-    base = dict(strategies=ALL, model="gpt-tiny", steps=6, warmup_steps=1, global_batch=8, devices=devices)
+    base = dict(strategies=ALL, model="gpt-tiny", steps=6, warmup_steps=3, global_batch=8, devices=devices)
     return TrainConfig(**{**base, **kw})
 
 
