@@ -350,6 +350,10 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             return _usage(f"--save-profile {cfg.save_profile!r}: cannot write ({exc.strerror or exc}); "
                           f"give a path in a writable directory")
+    if cfg.out:
+        bad = _unwritable(cfg.out)
+        if bad:
+            return _usage(bad)
     if _planner_mode(cfg):
         return _run_planner(cfg, profile)
     if cfg.global_batch is None:
@@ -405,6 +409,19 @@ def _emit(cfg: AdviseConfig, rows: list[Any], scale_rows: list[Any], assumptions
 
 
 _NAMED_MODELS = ("gpt-tiny", "gpt-124m", "gpt-350m", "mlp")
+
+
+def _unwritable(out: str) -> str:
+    """Why ``--out`` cannot become a results directory (checked before anything runs or prints), or ""."""
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        return f"--out {out!r}: is a file, not a directory; give a new or existing directory"
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"--out {out!r}: {str(parent)!r} is a file; give a path under a directory"
+            break
+    return ""
 
 
 def _planner_mode(cfg: AdviseConfig) -> bool:

@@ -226,8 +226,9 @@ def gpt_activation_bytes(layers: int, d_model: int, seq_len: int, batch: float, 
     ``34 s b h L`` (Korthikanti et al. 2022, "Reducing Activation Recomputation", 16-bit activations; the
     ``5 a s^2 b`` attention-score term is dropped because SDPA/flash attention does not store scores)
     plus ``8 s b V`` for fp32 logits and their gradient.  For GPT-124M at 16x1024 this gives 10.9 GiB of
-    activations + 1.9 GiB of state = 12.8 GiB, against 15.0 GiB measured peak on an H200
-    (measured-h200.md): an underestimate of ~15% (allocator slack and temporaries are not counted).
+    activations + 1.9 GiB of state = 12.8 GiB, against a 16.05 GiB measured peak on an H200
+    (``single``, benchmarks/results/train-gpt124m_h200x1_2026-12-02): an underestimate of ~20% (allocator
+    slack and eager-mode temporaries are not counted).  The planner uses :mod:`gpucomm.advisor.memory`.
     """
     return 34 * seq_len * batch * d_model * layers + 8 * seq_len * batch * vocab
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpucomm import models
 from gpucomm.advisor.cost import PRECISIONS, Precision, gpt_activation_bytes
 
 __all__ = ["MODEL_SHAPES", "ModelShape", "Workload", "WorkloadError", "builtin_shape", "custom_gpt", "gpt_params",
@@ -44,12 +45,12 @@ class ModelShape:
 
 
 MODEL_SHAPES: dict[str, ModelShape] = {
-    "gpt-tiny": ModelShape(family="gpt", layers=2, d_model=64, vocab=256, seq_len=32),
-    "gpt-124m": ModelShape(family="gpt", layers=12, d_model=768, vocab=50304, seq_len=1024),
-    "gpt-350m": ModelShape(family="gpt", layers=24, d_model=1024, vocab=50304, seq_len=1024),
+    **{name: ModelShape(family="gpt", layers=a.layers, d_model=a.hidden, vocab=a.vocab, seq_len=a.seq)
+       for name, a in models.ARCHITECTURES.items() if name in ("gpt-tiny", "gpt-124m", "gpt-350m")},
     "mlp": ModelShape(family="mlp", layers=4, d_model=256, d_in=256, classes=16),
 }
-"""The shapes of ``gpucomm.train.models.MODELS`` (kept equal by a test)."""
+"""The named-strategy models: the GPTs from the one shape table (:mod:`gpucomm.models`) and the MLP of
+``gpucomm.train.models`` (kept equal by a test)."""
 
 
 def gpt_params(layers: int, d_model: int, vocab: int, seq_len: int) -> int:
