@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from gpucomm.bench.buffers import IN_PLACE, OUT_OF_PLACE, allocate, fill, plan_case, set_nbytes
+from gpucomm.bench.buffers import (
+    IN_PLACE,
+    OUT_OF_PLACE,
+    allocate,
+    fill,
+    plan_case,
+    planned_nbytes,
+    set_nbytes,
+)
 from gpucomm.bench.check import SENTINEL
 from gpucomm.collectives import CollectiveName as C
 from gpucomm.collectives import ReduceOp
@@ -44,3 +53,16 @@ def test_rooted_buffers_exist_only_where_the_op_has_them():
     assert [t is None for t in scatter.inputs] == [True, False, True]
     gather = allocate(plan_case(C.GATHER, 48, 3, torch.float32, None, OUT_OF_PLACE), [0, 1, 2], CPU)
     assert [t is None for t in gather.outputs] == [False, True, True]
+
+
+@pytest.mark.parametrize("op", list(C))
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_rows_declare_the_bytes_their_buffers_hold(op, n):
+    from gpucomm import collectives
+
+    row = collectives.get(op)
+    for placement in {*row.placements, OUT_OF_PLACE}:
+        for root in range(n) if row.has_root else (0,):
+            case = plan_case(op, 96 * n, n, torch.float32, ReduceOp.SUM, placement, root=root)
+            bufs = allocate(case, list(range(n)), [torch.device("cpu")] * n)
+            assert planned_nbytes(case, list(range(n))) == set_nbytes(bufs), (placement, root)

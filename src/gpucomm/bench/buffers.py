@@ -20,7 +20,8 @@ from gpucomm.bench.check import SENTINEL, pattern
 from gpucomm.collectives import CollectiveName, ReduceOp
 from gpucomm.collectives.spec import IN_PLACE, OUT_OF_PLACE
 
-__all__ = ["IN_PLACE", "OUT_OF_PLACE", "BufferSet", "Case", "allocate", "fill", "plan_case", "set_nbytes"]
+__all__ = ["IN_PLACE", "OUT_OF_PLACE", "BufferSet", "Case", "allocate", "fill", "plan_case", "planned_nbytes",
+           "set_nbytes"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -80,6 +81,21 @@ def fill(case: Case, bufs: BufferSet, participants: list[int]) -> None:
     for p, inp in zip(participants, bufs.inputs, strict=True):
         if inp is not None:
             inp.copy_(pattern(p, inp.numel(), case.n, case.reduce_op, dtype=case.dtype, device=inp.device))
+
+
+def planned_nbytes(case: Case, participants: list[int]) -> int:
+    """Bytes one buffer set of ``case`` will hold, from the row's declared buffer sizes (before allocating).
+
+    In place, a participant's output lives inside its input (or the reverse), so the larger one counts.
+    """
+    row = collectives.get(case.op)
+    root = case.root if case.root is not None else 0
+    total = 0
+    for p in participants:
+        inp = row.input_nbytes(case.size, case.n, is_root=p == root)
+        out = row.output_nbytes(case.size, case.n, is_root=p == root)
+        total += max(inp, out) if case.placement == IN_PLACE else inp + out
+    return total
 
 
 def set_nbytes(bufs: BufferSet) -> int:

@@ -20,7 +20,7 @@ from gpucomm.bench import check as _checks
 from gpucomm.bench import metrics, timing
 from gpucomm.bench.adapters import Adapter
 from gpucomm.bench.backends import GRAPH, PLAIN, PREPARED, Backend
-from gpucomm.bench.buffers import BufferSet, Case, allocate, fill, plan_case, set_nbytes
+from gpucomm.bench.buffers import BufferSet, Case, allocate, fill, plan_case, planned_nbytes
 from gpucomm.bench.check import count_wrong, expected
 from gpucomm.bench.config import BenchConfig
 from gpucomm.collectives.spec import Invocation
@@ -98,8 +98,8 @@ def unsupported_reasons(cfg: BenchConfig, backends: Sequence[Backend], forms: Fo
     return list(lines)
 
 
-def _rotation(case: Case, backend: Adapter, first: BufferSet, mode: str) -> int:
-    per_set = max(1, set_nbytes(first))
+def _rotation(case: Case, backend: Adapter, mode: str) -> int:
+    per_set = max(1, planned_nbytes(case, backend.participants))
     sets = math.ceil(ROTATE_BYTES.get(backend.device_type, ROTATE_BYTES["cpu"]) / per_set)
     return max(1, min(_MAX_SETS, sets, timing.GRAPH_OPS if mode == timing.CUDA_GRAPH else _MAX_SETS))
 
@@ -143,9 +143,7 @@ def measure(backend: Adapter, case: Case, cfg: BenchConfig, combine: Combine | N
     The correctness check runs the very callable that was timed (the prepared one, for "prepared").
     """
     mode = cfg.timing
-    first = allocate(case, backend.participants, backend.devices)
-    sets = [first] + [allocate(case, backend.participants, backend.devices)
-                      for _ in range(_rotation(case, backend, first, mode) - 1)]
+    sets = [allocate(case, backend.participants, backend.devices) for _ in range(_rotation(case, backend, mode))]
     for bufs in sets:
         fill(case, bufs, backend.participants)
 

@@ -24,7 +24,7 @@ def _buffers(p, n, count, root, placement, empty):
     if placement == IN_PLACE:
         t = empty(count)
         return t, t
-    return empty(count), empty(count)
+    return empty(count), (empty(count) if p == root else None)  # only the root receives
 
 
 def _expected(q, n, count, root, data):
