@@ -76,6 +76,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         value = getattr(args, name)
         if value is not None and value < 1:
             p.error(f"--{name.replace('_', '-')}: expected an integer >= 1, but got {value}")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda: CUDA is not available here; use --device cpu (eager timing only)")
     if args.warmup < 0:
         p.error(f"--warmup: expected an integer >= 0, but got {args.warmup}")
     try:

@@ -274,6 +274,11 @@ def test_benchmark_bad_flags_are_usage_errors(tmp_path, capsys):
         _bench().main(["--device", "cpu", "--replicas", "1", "--out", str(tmp_path / "x")])
     assert exc.value.code == 2 and "--replicas: expected integers >= 2" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit) as exc:
+            _bench().main(["--device", "cuda", "--out", str(tmp_path / "x")])
+        assert exc.value.code == 2 and "CUDA is not available here" in capsys.readouterr().err
+        assert not (tmp_path / "x").exists()
 
 
 @requires_gpus(1)
