@@ -68,7 +68,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--blocks", type=int, default=4, help="alternating blocks per mode (default 4)")
     p.add_argument("--block-steps", type=int, default=6, help="steps per block; half host-timed, half GPU-timed")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps per strategy first (default 3)")
-    p.add_argument("--time-limit", type=float, default=200.0, help="start no new form after this many seconds")
+    p.add_argument("--time-limit", type=float, default=150.0, help="start no new form after this many seconds")
     p.add_argument("--hardware", default=None, help="hardware label in the file name (default: from the device)")
     p.add_argument("--out", type=Path, default=None, help="output directory (default: $OUT, else benchmarks/results)")
     args = p.parse_args(argv)
