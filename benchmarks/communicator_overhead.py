@@ -77,9 +77,10 @@ def sides(comm: LocalCommunicator, op: str, size: int) -> tuple[dict[str, Callab
     cuda = all(d.type == "cuda" for d in devs)
     numel = max(n, size // 4)
     numel -= numel % n  # scatter and gather need n equal chunks
-    small = [torch.ones(numel // n, device=d) for d in devs]
-    big = [torch.ones(numel, device=d) for d in devs]
-    ts = [torch.ones(numel, device=d) for d in devs]
+    # zeros: in-place sums stay finite call after call (the values are not checked here; tests do that)
+    small = [torch.zeros(numel // n, device=d) for d in devs]
+    big = [torch.zeros(numel, device=d) for d in devs]
+    ts = [torch.zeros(numel, device=d) for d in devs]
     if op == "broadcast":
         args: tuple = (ts, 0)
     elif op == "reduce":
@@ -208,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
              f" | devices {','.join(map(str, devs))}"
              + (f" | {torch.cuda.get_device_name(devs[0])}" if devs[0].type == "cuda" else ""),
              "# median us per call over rounds of back-to-back calls; ratio = torch / ours (> 1: ours faster)",
+             f"# host load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (other work on "
+             "the machine inflates single rounds; the median over rounds is reported)",
              f"{'op':11s} {'size':>8s} {'torch us':>10s} {'plain us':>10s} {'prep us':>10s} "
              f"{'plain x':>8s} {'prep x':>8s}"]
     for line in lines:

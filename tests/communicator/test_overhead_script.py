@@ -23,7 +23,7 @@ def test_tiny_cpu_sweep_writes_table_and_rows(tmp_path, capsys):
     assert table[0].startswith("# command: python ") and rows[0]["kind"] == "header"
     assert [r["op"] for r in rows[1:]] == [op for op in bench.OPS for _ in range(2)]  # sizes 8 and 64
     assert all(r["torch_us"] > 0 and r["plain_us"] > 0 and r["prepared_us"] > 0 for r in rows[1:])
-    assert len(table) == 4 + len(rows) - 1
+    assert len(table) == 5 + len(rows) - 1
     assert "prep x" in capsys.readouterr().out
 
 
