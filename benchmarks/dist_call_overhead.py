@@ -246,7 +246,7 @@ def _run(args) -> None:
             f"# {args.rounds} rounds per cell, sides interleaved (order rotates each round); medians over rounds",
             "# ratios are raw time / side time (>= 1: as fast as raw); +µs = side host time - raw host time",
             "# rank 0's timings; float32 buffers of the given size per rank",
-            "# calls per block: " + ", ".join(per), ""] + _header(cuda)
+            "# calls per block: " + ", ".join(per), _load(), ""] + _header(cuda)
     out = open(args.path, "w") if rank == 0 else None
     rows = []
 
@@ -273,9 +273,19 @@ def _run(args) -> None:
             emit("")
             for line in _summary(rows, cuda):
                 emit("# " + line)
+            emit(_load() + " (end)")
     finally:
         if out is not None:
             out.close()
+
+
+def _load() -> str:
+    """The load average: on a shared CPU machine scheduling noise can dwarf what is measured."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return "# load average: unavailable"
+    return f"# load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
 def _worker(args) -> None:
