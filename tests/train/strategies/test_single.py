@@ -41,3 +41,32 @@ def test_a_run_records_host_time_per_device():
     assert run.devices_driven == 1 and len(run.host_ms) == 2 and all(t > 0 for t in run.host_ms)
     assert run.host_source == "timed steps"  # CPU: no events, the host clock is the step time
     assert run.gpu_ms is None and len(run.losses) == 4 and run.window_ms > 0
+
+
+def test_equals_a_hand_written_loop():
+    from gpucomm.train.strategies.base import call_model
+
+    for model in ("mlp", "gpt-tiny"):
+        cfg = _cfg(model=model, precision="fp32", steps=3, warmup_steps=1)
+        workload = load_workload(model)
+        run = run_strategy(SingleStrategy(cfg, SingleStrategy.devices_needed(cfg)), workload, cfg)
+        net = workload.build_model()
+        opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr)
+        losses = []
+        for s in range(cfg.steps):
+            x, y = workload.batch_fn(cfg.seed, s, cfg.global_batch)
+            loss = workload.loss_fn(call_model(net, x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            losses.append(loss.item())
+        assert run.losses == losses, model
+        assert all(torch.equal(run.state[k], p) for k, p in net.named_parameters())
+
+
+def test_graphs_notes_and_cpu_refusal():
+    cfg = _cfg()
+    assert SingleStrategy.notes(cfg) == [] and SingleStrategy.not_applicable(cfg) is None
+    cfg.graphs = True  # the config refuses --graphs on CPU; the strategy says why too
+    assert "one graph" in SingleStrategy.notes(cfg)[0]
+    assert "CUDA graphs need CUDA devices" in SingleStrategy.not_applicable(cfg)
