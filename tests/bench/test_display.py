@@ -24,8 +24,8 @@ import pytest
 
 pyte = pytest.importorskip("pyte")
 
-_ROW = re.compile(r"^\s*(?:(?:torch\.cuda\.comm|gpucomm\.comm|torch\.distributed|gpucomm\.dist)\s+)?"
-                  r"\d+(?:\.\d+)? (?:B|KiB|MiB|GiB)\s")
+# a row: up to three name cells (backend, form, ...) then the size, e.g. "gpucomm.dist  prepared  8 KiB  ..."
+_ROW = re.compile(r"^\s*(?:[A-Za-z][\w.-]*\s+){0,3}\d+(?:\.\d+)? (?:B|KiB|MiB|GiB)\s")
 _TITLE = "CPU numbers (no GPU used) — "
 _BANNER = "No GPU used: these are CPU numbers"
 
