@@ -197,3 +197,25 @@ def test_planner_rows_render_at_80_columns(capsys):
         buf = io.StringIO()
         Console(file=buf, width=width).print(advice_table(rows))
         assert all(len(line) <= width for line in buf.getvalue().splitlines())
+
+
+def test_planner_efficiency_is_calibrated_from_train_records():
+    import dataclasses
+
+    from gpucomm import models
+    from gpucomm.advisor import calibrate, hardware, timing
+    from gpucomm.advisor.cli import _calibrated_efficiency
+    from gpucomm.advisor.layout import Layout
+
+    from ._synthetic import results, train
+
+    arch = models.get("gpt-124m")
+    prof = hardware.get("h200-nvswitch")
+    # a measured step twice as long as the default predicts: the calibrated efficiency is about half
+    pred = timing.step_time(arch, Layout(mb=16), prof, global_batch=16, seq=1024, gpus_per_node=1).step_s
+    row = dataclasses.replace(train("single", "gpt-124m", 1, 2e3 * pred, 16, arch.params(), 1024),
+                              device_type="cuda", precision="bf16")
+    cal = calibrate.calibrate(results(train_rows=[row]), "h200-nvswitch")
+    eff, how = _calibrated_efficiency(cal)
+    assert eff == pytest.approx(prof.gemm_efficiency / 2, rel=0.02) and "calibrated" in how
+    assert _calibrated_efficiency(prof) == (None, "")

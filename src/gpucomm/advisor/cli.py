@@ -459,13 +459,38 @@ def _planner_job(cfg: AdviseConfig, profile):
 
 
 def _calibrated_efficiency(profile) -> tuple[float | None, str]:
-    """A GEMM efficiency measured by ``gpucomm train`` records (achieved / peak FLOP/s), when calibrated."""
-    achieved = ((profile.calibration or {}).get("compute") or {}).get("achieved_flops")
-    peak = profile.peak_flops("bf16")
-    if achieved and peak:
-        eff = min(1.0, achieved / peak)
-        return eff, f"compute efficiency {eff:.2f} of peak, measured (train records)"
-    return None, ""
+    """The GEMM efficiency that reproduces the user's measured ``single`` steps, when calibrated.
+
+    For every calibrated model that is a preset of :mod:`gpucomm.models`, the planner predicts one GPU's
+    step at each measured batch with the default efficiency; the efficiency is then scaled by predicted /
+    measured (the planner's time is close to inversely proportional to it), and the median over the points
+    is used.  Memory-bound work and the size factor stay modelled, so the calibrated figure carries to other
+    shapes and layouts.
+    """
+    from gpucomm import models
+    from gpucomm.advisor import layout, search, timing
+
+    compute = (profile.calibration or {}).get("compute") or {}
+    base = profile.gemm_efficiency or timing.GEMM_EFFICIENCY
+    ratios = []
+    for name, fit in (compute.get("models") or {}).items():
+        arch = models.ARCHITECTURES.get(name)
+        if arch is None or profile.peak_flops("bf16") is None or not profile.memory_bw_gbps:
+            continue
+        for batch, step_s in fit.get("points") or []:
+            batch = int(batch)
+            job = search.Job(arch=arch, profile=profile, nodes=1, gpus_per_node=1, global_batch=batch,
+                             seq=fit.get("seq_len") or arch.seq)
+            t = timing.step_time(arch, layout.Layout(mb=batch), profile, global_batch=batch, seq=job.seq,
+                                 gpus_per_node=1, efficiency=base)
+            if step_s > 0:
+                ratios.append(t.step_s / step_s)
+    if not ratios:
+        return None, ""
+    ratios.sort()
+    eff = min(1.0, base * ratios[len(ratios) // 2])
+    return eff, (f"GEMM efficiency {eff:.2f} of peak, calibrated on {len(ratios)} measured single-GPU steps "
+                 f"(train records)")
 
 
 def _planner_assumptions(job, how: str) -> list[str]:
