@@ -5,8 +5,9 @@ every sum, max, min and product is exact in any reduction order and any dtype we
 included); the check is then bit-exact, except ``avg`` on floating dtypes, which allows 2 ulp.
 
 * :func:`pattern` — participant ``p``'s input of ``numel`` elements: a formula of (p, index, op).
-* :func:`expected` — what participant ``q`` must hold afterwards, computed in float64 or int64
-  straight from :func:`pattern` (on the output's device, for speed), never by running a backend.
+* :func:`expected` — what participant ``q`` must hold afterwards: the collective row's ``expected``
+  rule applied to :func:`pattern`, in float64 or int64 (on the output's device, for speed), never by
+  running a backend.
 * :func:`count_wrong` — elements of an output that differ from the expected ones (``#wrong``).
 
 See ``docs/performance.md`` §5.
