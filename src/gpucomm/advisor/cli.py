@@ -278,7 +278,7 @@ def _print_tables(advice, scale_rows, assumptions, profile) -> None:
     console.print(advice_table(advice, title=f"gpucomm advise — predictions for {profile.name}"
                                              + (" (calibrated)" if profile.calibrated else " (datasheet)")))
     for a in assumptions:
-        console.print(f"  assumption: {a}")
+        console.print(f"  assumption: {a}", highlight=False, markup=False)
     if scale_rows:
         strategies = list(dict.fromkeys(r.strategy for r in scale_rows))
         table = Table(title="predicted weak scaling: samples/s (efficiency)")
