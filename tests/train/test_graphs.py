@@ -101,6 +101,11 @@ def test_dynamic_shapes_are_refused_with_the_reason(recorded, cls):
         _run(cls, cfg, True, workload=_changing_shapes())
 
 
+def test_warmup_must_make_the_optimizer_state_first():
+    with pytest.raises(ValueError, match="warmup: expected an integer >= 1"):
+        graphs.StepGraphs([], warmup=0)
+
+
 def test_static_batch_copies_and_checks_structure():
     sb = graphs.StaticBatch((torch.zeros(2, 3), (torch.zeros(2), torch.zeros(2, dtype=torch.long))), torch.device("cpu"))
     x = torch.randn(2, 3)

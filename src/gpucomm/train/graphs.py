@@ -311,11 +311,15 @@ class StepGraphs:
             gradient all-reduce), or None: then each replica's whole step is one graph.
         capture_fn: the capture function (:func:`capture`; tests substitute one that records ``fn``
             and runs it at each replay, so that the logic runs on CPU).
-        warmup: eager iterations before capture.
+        warmup: eager iterations before capture (at least 1: the optimizer makes its state in its first
+            step, from host values, which a capture cannot contain).
     """
 
     def __init__(self, replicas: Sequence[ReplicaStep], *, between: Callable[[], None] | None = None,
                  capture_fn: Callable[..., Any] = capture, warmup: int = WARMUP_ITERATIONS) -> None:
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
+            raise ValueError(f"warmup: expected an integer >= 1 (the optimizer's state is made in its first "
+                             f"step), but got {warmup!r}")
         self.replicas = list(replicas)
         self.between = between
         self._capture = capture_fn
