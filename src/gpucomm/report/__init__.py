@@ -1,7 +1,12 @@
 """Reports: terminal tables, Markdown, self-contained HTML and plots — pure functions of records.
 
-* :mod:`~gpucomm.report.terminal` — ``rich`` tables (:func:`~gpucomm.report.terminal.bench_table`,
-  ``train_table``, ``advice_table``, ``scale_table``), cheap to build for a live display.
+* :mod:`~gpucomm.report.terminal` — tables for the terminal (:func:`~gpucomm.report.terminal.bench_table`,
+  ``train_table``, ``advice_table``, ``scale_table``) that fit whatever width they are printed at
+  (:mod:`~gpucomm.report.fit`), cheap to build for a live display.
+* :mod:`~gpucomm.report.findings` — what a report says first: one sentence per op and backend pair,
+  and the trust signals (wrong rows, noisy rows, CPU numbers).
+* :mod:`~gpucomm.report.docs` — the measured tables in ``docs/*.md``, generated from
+  ``benchmarks/results/`` (``gpucomm report --doc docs/``) and checked stale in CI.
 * :func:`build` — ``report.md``, ``report.html`` and ``plots/*.png|svg`` from one or more result
   directories; ``gpucomm report DIR [DIR …] [--out DIR]`` (:mod:`~gpucomm.report.cli`) runs it.
 
