@@ -85,8 +85,8 @@ def _check_out_aliasing(outs: list[torch.Tensor], ts: list[torch.Tensor], arg: s
         raise fail_value(culprit[0], "a tensor that does not require grad when out= is given (out= writes "
                          "are not differentiable)", describe(culprit[1]) + " with requires_grad=True",
                          "detach it, run under torch.no_grad(), or omit out= to get new tensors")
-    if not overlap or not _copy.any_overlap(outs, ts):
-        return
+    if not overlap or all(o is t for o, t in zip(outs, ts, strict=True)) or not _copy.any_overlap(outs, ts):
+        return  # disjoint, or exactly in place (out=tensors): the common cases, without n x n extents
     for i, o in enumerate(outs):
         for j, t in enumerate(ts):
             if _copy.overlaps(o, t) and not _copy.same_view(o, t):

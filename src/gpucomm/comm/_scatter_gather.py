@@ -95,6 +95,7 @@ def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, 
 _TORCH_SCATTER = getattr(torch._C, "_scatter", None)  # torch.cuda.comm.scatter's C++ (CUDA builds only)
 _TORCH_SCATTER_OUT = getattr(torch._C, "_scatter_out", None)  # its out= twin
 _CPU = torch.device("cpu")
+_STRIDED = torch.strided
 
 
 def _direct_from_host(tensor: torch.Tensor, d: int, sizes: list[int] | None, n: int) -> bool:
@@ -170,7 +171,13 @@ def check_scatter_out(tensor: torch.Tensor, out: Any, devices: Any, chunk_sizes:
             raise TypeError(f"scatter: '{name}' must not be given together with 'out' (got {name}="
                             f"{describe(value)}); the devices and sizes come from the out tensors")
     outs = check_tensors(out, "out")
-    d = check_dim(dim, tensor.dim(), what="tensor")
+    nd = tensor.dim()
+    d = check_dim(dim, nd, what="tensor")
+    shape = tensor.shape
+    before, after = shape[:d], shape[d + 1:]
+    if all(o.layout is _STRIDED and o.dim() == nd and o.shape[:d] == before and o.shape[d + 1:] == after
+           for o in outs) and sum(o.shape[d] for o in outs) == shape[d]:  # the common case, in one pass
+        return outs, d, check_streams(streams, [o.device for o in outs]) if streams is not None else None
     total = 0
     for i, o in enumerate(outs):
         _dense(o, f"out[{i}]")
