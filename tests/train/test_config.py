@@ -61,6 +61,7 @@ def test_precision_and_tolerance_on_cpu():
 def test_model_defaults_to_gpt_tiny_without_a_gpu_and_says_so():
     cfg = TrainConfig(devices=["cpu", "cpu"])
     assert cfg.model == "gpt-tiny" and cfg.model_defaulted
+    assert (cfg.steps, cfg.global_batch) == (20, 16)  # CPU: a short run; CUDA keeps 50 steps of 32
     assert not _cfg().model_defaulted
 
 

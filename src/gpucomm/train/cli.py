@@ -20,8 +20,9 @@ baseline.  Strategies:
 * ``ddp``         — ``DistributedDataParallel``, one process per device (``--nproc``; on CUDA one per
   distinct GPU); under torchrun/SLURM only the strategies that run in processes run, across the job.
 
-Without ``--model``: gpt-124m on GPUs; gpt-tiny when there is no GPU (the output says so), so that a
-plain ``gpucomm train`` on a laptop finishes in well under a minute.  ``--devices cuda:0,cuda:0`` on a
+Without ``--model``: gpt-124m on GPUs; gpt-tiny when there is no GPU (the output says so), with 20
+steps of 16 samples instead of 50 of 32, so that a plain ``gpucomm train`` on a laptop finishes in
+well under a minute.  ``--devices cuda:0,cuda:0`` on a
 one-GPU machine runs dp and replicated over a repeated cuda:0: the code paths are exercised, the speed
 is not meaningful (the output says so).
 
@@ -55,7 +56,14 @@ import time
 import types
 from pathlib import Path
 
-from gpucomm.train.defaults import BUILTIN_GPTS, DEFAULT_STRATEGIES, OPTIMIZERS, PRECISIONS
+from gpucomm.train.defaults import (
+    BUILTIN_GPTS,
+    DEFAULT_GLOBAL_BATCH,
+    DEFAULT_STEPS,
+    DEFAULT_STRATEGIES,
+    OPTIMIZERS,
+    PRECISIONS,
+)
 
 __all__ = ["add_parser", "config_from_args", "run"]
 
@@ -77,9 +85,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--model", default=None,
                    help=f"built-in ({', '.join((*BUILTIN_GPTS, 'mlp'))}) or pkg.module:factory "
                         f"(default: gpt-124m with a GPU, gpt-tiny without)")
-    p.add_argument("--steps", type=int, default=50, help="optimizer steps per strategy, warmup included (default 50)")
+    p.add_argument("--steps", type=int, default=None,
+                   help=f"optimizer steps per strategy, warmup included (default {DEFAULT_STEPS['cuda']} with a GPU, "
+                        f"{DEFAULT_STEPS['cpu']} without)")
     p.add_argument("--warmup-steps", type=int, default=5, help="leading steps left out of timing (default 5)")
-    p.add_argument("--global-batch", type=int, default=32, help="samples per step over all devices (default 32)")
+    p.add_argument("--global-batch", type=int, default=None,
+                   help=f"samples per step over all devices (default {DEFAULT_GLOBAL_BATCH['cuda']} with a GPU, "
+                        f"{DEFAULT_GLOBAL_BATCH['cpu']} without)")
     p.add_argument("--seq-len", type=int, default=None, help="override the GPT context length")
     p.add_argument("--devices", default=None,
                    help="comma-separated, e.g. cuda:0,cuda:1 or 0,1 or cpu,cpu (default: every GPU, or cpu,cpu)")

@@ -15,7 +15,14 @@ from pathlib import Path
 import torch
 
 from gpucomm.devices import cuda_available, default_devices, parse_devices
-from gpucomm.train.defaults import DEFAULT_MODELS, DEFAULT_STRATEGIES, OPTIMIZERS, PRECISIONS
+from gpucomm.train.defaults import (
+    DEFAULT_GLOBAL_BATCH,
+    DEFAULT_MODELS,
+    DEFAULT_STEPS,
+    DEFAULT_STRATEGIES,
+    OPTIMIZERS,
+    PRECISIONS,
+)
 
 __all__ = ["DEFAULT_MODELS", "OPTIMIZERS", "PRECISIONS", "TOLERANCES", "ConfigError", "TrainConfig",
            "check_out_dir", "default_out_dir", "process_limit"]
@@ -104,12 +111,14 @@ class TrainConfig:
     model: str | None = None
     """Built-in model name or ``pkg.module:factory`` (None: :data:`DEFAULT_MODELS` for the device type;
     ``model_defaulted`` then says so)."""
-    steps: int = 50
-    """Optimizer steps per strategy, warmup included."""
+    steps: int | None = None
+    """Optimizer steps per strategy, warmup included (None: :data:`~gpucomm.train.defaults.DEFAULT_STEPS`
+    for the device type)."""
     warmup_steps: int = 5
     """Leading steps left out of the timing statistics (they still count for equality)."""
-    global_batch: int = 32
-    """Samples per optimizer step, over all devices; must divide by each strategy's device count."""
+    global_batch: int | None = None
+    """Samples per optimizer step, over all devices; must divide by each strategy's device count (None:
+    :data:`~gpucomm.train.defaults.DEFAULT_GLOBAL_BATCH` for the device type)."""
     seq_len: int | None = None
     """Override the built-in GPT's context length (None: the model's own)."""
     devices: list[torch.device] = field(default_factory=list)
@@ -152,7 +161,6 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         self._check_strategies()
-        self._check_counts()
         if not self.devices:
             self.devices = default_devices(None if cuda_available() else 2)
         self.devices = parse_devices(self.devices, arg="--devices")
@@ -160,6 +168,11 @@ class TrainConfig:
         if len(types) > 1:
             raise ConfigError(f"--devices: expected devices of one type, but got {[str(d) for d in self.devices]}; "
                              f"use only CUDA devices or only 'cpu'")
+        if self.steps is None:
+            self.steps = DEFAULT_STEPS[self.device_type]
+        if self.global_batch is None:
+            self.global_batch = DEFAULT_GLOBAL_BATCH[self.device_type]
+        self._check_counts()
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"--optimizer: expected one of {', '.join(OPTIMIZERS)}, but got {self.optimizer!r}")
         if self.precision not in PRECISIONS:

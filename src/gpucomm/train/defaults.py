@@ -7,7 +7,8 @@ read them from here (one home each) and check them against what they build.
 
 from __future__ import annotations
 
-__all__ = ["BUILTIN_GPTS", "DEFAULT_MODELS", "DEFAULT_STRATEGIES", "OPTIMIZERS", "PRECISIONS"]
+__all__ = ["BUILTIN_GPTS", "DEFAULT_GLOBAL_BATCH", "DEFAULT_MODELS", "DEFAULT_STEPS", "DEFAULT_STRATEGIES",
+           "OPTIMIZERS", "PRECISIONS"]
 
 DEFAULT_STRATEGIES: tuple[str, ...] = ("single", "dp", "replicated", "ddp")
 """What ``gpucomm train`` compares when ``--strategies`` is not given (the registry may hold more)."""
@@ -20,6 +21,13 @@ DEFAULT_MODELS: dict[str, str] = {"cuda": "gpt-124m", "cpu": "gpt-tiny"}
 """The model used when ``--model`` is not given, by device type: GPT-2 small on GPUs; on a CPU-only
 machine gpt-tiny, so that a run with no flags finishes in seconds (GPT-124M at batch 32 needs about
 20 GiB and minutes per step on two cores)."""
+
+DEFAULT_STEPS: dict[str, int] = {"cuda": 50, "cpu": 20}
+"""``--steps`` when not given, by device type: on CPU the run exercises the code paths and checks
+equality; 20 steps do that (and keep a plain ``gpucomm train`` on two cores well under a minute)."""
+
+DEFAULT_GLOBAL_BATCH: dict[str, int] = {"cuda": 32, "cpu": 16}
+"""``--global-batch`` when not given, by device type (divisible by 2, 4, 8 and 16 devices)."""
 
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")
 """``--precision``: "auto" (bf16 autocast on CUDA, fp32 on CPU), "fp32", "bf16" (autocast; CUDA only)."""
