@@ -126,11 +126,10 @@ def _peak(record: TrainRecord) -> str:
 
 
 def _train_row(r: TrainRecord) -> list[str]:
-    note = f"{r.strategy} on {r.n_devices}: {r.note}" if r.note else ""
     return [r.strategy, r.model, r.precision, str(r.n_devices), "yes" if r.graphs else "no",
             fmt_float(r.samples_per_s, 1), fmt_float(r.tokens_per_s, 0), fmt_float(r.step_ms_median),
             fmt_float(r.step_ms_p90), fmt_float(r.gpu_ms_median), fmt_float(r.host_ms_per_device, 3),
-            _peak(r), fmt_float(r.comm_ms_median), fmt_pct(r.scaling_efficiency), _equality(r), note]
+            _peak(r), fmt_float(r.comm_ms_median), fmt_pct(r.scaling_efficiency), _equality(r), r.note]
 
 
 def _train_style(r: TrainRecord) -> str | None:
@@ -148,7 +147,7 @@ def train_table(records: Iterable[TrainRecord], title: str | None = None, *,
     can keep its devices busy.  Columns with no value in any row (peak memory on CPU, GPU time where
     it was not measured) are left out; rows whose status is not "ok" are dim ("n/a") or red
     ("FAILED"); a strategy whose results differ from single's is red.  Notes are numbered under the
-    table.
+    table, each distinct text once (rows that share a note share its number).
     """
     records = list(records)
     rows = [_train_row(r) for r in records]
