@@ -11,11 +11,16 @@ import pytest
 import torch
 
 import gpucomm.dist as gd
-from gpucomm.testing import check_ranks, spawn
+from gpucomm.testing import check_ranks, requires_gpus, spawn
 
 
 def _data(rank: int, numel: int, salt: int) -> torch.Tensor:
-    return ((torch.arange(numel, dtype=torch.float32) * (rank + 3) + rank + salt) % 7 + 1)
+    t = (torch.arange(numel, dtype=torch.float32) * (rank + 3) + rank + salt) % 7 + 1
+    return t.to(gd.device())  # cuda:LOCAL_RANK under NCCL
+
+
+def _zeros(numel: int) -> torch.Tensor:
+    return torch.zeros(numel, device=gd.device())
 
 
 def _cases(rank: int, n: int):
@@ -44,41 +49,41 @@ def _cases(rank: int, n: int):
         return make
 
     def all_gather(salt):
-        out, inp = torch.zeros(n * rows), _data(rank, rows, salt)
+        out, inp = _zeros(n * rows), _data(rank, rows, salt)
         return (out, inp), {}, [out]
 
     def reduce_scatter(op):
         def make(salt):
-            out, inp = torch.zeros(rows), _data(rank, n * rows, salt)
+            out, inp = _zeros(rows), _data(rank, n * rows, salt)
             return (out, inp, op), {}, [out]
         return make
 
     def scatter(src):
         def make(salt):
-            out = torch.zeros(rows)
+            out = _zeros(rows)
             xs = [_data(src, rows, salt + i) for i in range(n)] if rank == src else None
             return (out, xs, src), {}, [out]
         return make
 
     def gather(dst):
         def make(salt):
-            xs = [torch.zeros(rows) for _ in range(n)] if rank == dst else None
+            xs = [_zeros(rows) for _ in range(n)] if rank == dst else None
             return (_data(rank, rows, salt), xs, dst), {}, xs or []
         return make
 
     def all_to_all(salt):
-        out, inp = torch.zeros(n * rows), _data(rank, n * rows, salt)
+        out, inp = _zeros(n * rows), _data(rank, n * rows, salt)
         return (out, inp), {}, [out]
 
     def all_to_all_uneven(salt):
         ins = [(rank + j) % 3 + 1 for j in range(n)]  # rank r sends (r + j) % 3 + 1 rows to rank j
         outs = [(j + rank) % 3 + 1 for j in range(n)]  # and receives (j + r) % 3 + 1 rows from rank j
-        out, inp = torch.zeros(sum(outs)), _data(rank, sum(ins), salt)
+        out, inp = _zeros(sum(outs)), _data(rank, sum(ins), salt)
         return (out, inp, outs, ins), {}, [out]
 
     def send_recv(async_op):
         def make(salt):
-            out, inp = torch.zeros(rows), _data(rank, rows, salt)
+            out, inp = _zeros(rows), _data(rank, rows, salt)
             return (out, inp), {"async_op": async_op}, [out]
         return make
 
@@ -144,7 +149,7 @@ def _prepared_equals_plain() -> list[str]:
 
 def _mutation_changes_results() -> list[str]:
     """The check above could pass if both rounds gave the same numbers; show that they differ."""
-    t = torch.full((4,), float(gd.get_rank() + 1))
+    t = torch.full((4,), float(gd.get_rank() + 1), device=gd.device())
     p = gd.prepare("all_reduce", t)
     p()
     first = t.clone()
@@ -153,9 +158,9 @@ def _mutation_changes_results() -> list[str]:
     n = gd.get_world_size()
     want_first, want_second = float(n * (n + 1) // 2), 10.0 * n
     problems = []
-    if not torch.equal(first, torch.full((4,), want_first)):
+    if not torch.equal(first.cpu(), torch.full((4,), want_first)):
         problems.append(f"first prepared all_reduce gave {first.tolist()}, want {want_first}")
-    if not torch.equal(t, torch.full((4,), want_second)):
+    if not torch.equal(t.cpu(), torch.full((4,), want_second)):
         problems.append(f"after writing 10s, the prepared all_reduce gave {t.tolist()}, want {want_second}")
     return problems
 
@@ -192,6 +197,27 @@ def _body() -> list[str]:
 @pytest.mark.parametrize("world_size", [2, 4])
 def test_prepared_equals_plain_for_every_op(world_size):
     check_ranks(spawn(_body, world_size=world_size))
+
+
+@requires_gpus(1)
+def test_prepared_equals_plain_on_nccl_world_of_one():
+    check_ranks(spawn(_nccl_body, world_size=1, backend="nccl"))
+
+
+@requires_gpus(2)
+def test_prepared_equals_plain_on_nccl_world_of_two():
+    check_ranks(spawn(_nccl_body, world_size=2, backend="nccl"))
+
+
+def _nccl_body() -> list[str]:
+    problems = _prepared_equals_plain() + _mutation_changes_results()
+    try:
+        gd.prepare("all_reduce", torch.ones(2))  # a CPU tensor on an NCCL group
+    except ValueError as e:
+        problems += [] if str(e).startswith("tensor: expected a CUDA tensor") else [f"message: {e}"]
+    else:
+        problems.append("prepare accepted a CPU tensor on NCCL")
+    return problems
 
 
 # ----- argument checks, in this process (a world of one) -------------------------------------------
