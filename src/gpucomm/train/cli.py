@@ -256,7 +256,7 @@ def _execute(config, plans, workload, console, writer: _LazyWriter, *, report: b
     if launched:
         cmp = compare.run_launched(config, on_record=on_record, plans=plans)
     else:
-        with _Progress(console, config) as progress:
+        with _Progress(console, config, plans) as progress:
             cmp = compare.run_comparison(config, on_record=on_record, on_start=progress.start,
                                          on_step=progress.step, plans=plans, workload=workload)
     if cmp is None:  # a rank other than 0
@@ -265,33 +265,49 @@ def _execute(config, plans, workload, console, writer: _LazyWriter, *, report: b
 
 
 class _Progress:
-    """A rich progress bar per strategy: step k of n and an ETA (a spinner while processes start).
+    """A rich progress bar per strategy: step k of n and an ETA.
 
-    Refreshed by hand, at most twice a second, from the step callback: no refresh thread competes with
-    the training loop for the interpreter while steps are timed.
+    In-process strategies report each step; a strategy that runs in other processes (ddp) shows
+    "running in N processes" until it ends (its steps are not reported across processes).  Refreshed by
+    hand, at most twice a second, from the step callback: no refresh thread competes with the training
+    loop for the interpreter while steps are timed.
     """
 
     _PERIOD_S = 0.5
 
-    def __init__(self, console, config) -> None:
+    def __init__(self, console, config, plans) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.steps = config.steps
+        self._launched = {p.name: p.world_size for p in plans if p.process_group}
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                   TextColumn("steps"), TimeRemainingColumn(), console=console,
                                   auto_refresh=False, transient=False)
         self._tasks: dict[str, int] = {}
+        self._running: str | None = None
         self._last = 0.0
 
     def __enter__(self) -> _Progress:
         self._progress.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:  # an interrupted launch is not shown as finished
+            self._finish_launched()
         self._progress.stop()
 
+    def _finish_launched(self) -> None:
+        name = self._running
+        if name in self._launched and name in self._tasks:
+            self._progress.update(self._tasks[name], completed=self.steps,
+                                  description=f"{name} ({self._launched[name]} processes)")
+            self._progress.refresh()
+
     def start(self, name: str) -> None:
-        self._tasks[name] = self._progress.add_task(name, total=self.steps)
+        self._finish_launched()
+        self._running = name
+        label = f"{name} (running in {self._launched[name]} processes)" if name in self._launched else name
+        self._tasks[name] = self._progress.add_task(label, total=self.steps)
         self._progress.refresh()
 
     def step(self, name: str, done: int, total: int) -> None:
