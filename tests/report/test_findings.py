@@ -79,3 +79,16 @@ def test_cpu_runs_say_so_in_sentences_trust_signals_and_plots():
 def test_gpu_plots_do_not_say_cpu():
     run = _run(_pair("all_reduce", {8: 1.1}))
     assert "CPU" not in plots.headline_plot([run]).title
+
+
+def test_noisy_rows_are_marked_in_the_op_tables(tmp_path):
+    from report_records import write
+
+    from gpucomm.report import build
+
+    rows = _pair("all_reduce", {8: 1.5, 1 << 10: 1.5})
+    rows[1].time_us_p99 = rows[1].time_us_median * 10
+    md = build(write(tmp_path / "run", env(), rows))["markdown"].read_text()
+    table = md.split("### all_reduce")[1]
+    assert "1.50x (noisy)" in table and "p99 more than 3x the median" in table
+    assert table.count("(noisy)") == 2  # the one noisy row and the caption

@@ -59,3 +59,9 @@ def test_wrong_rows_are_marked_in_html(gpu_report):
     assert any("5 WRONG" in row for row in wrong_rows)
     assert all("0.80x" in row or "DIFFERENT" in row or "1" in row for row in wrong_rows)
     assert '<tr class="oom">' in page
+
+
+def test_html_opens_with_findings(gpu_report):
+    page = gpu_report["html"].read_text()
+    assert page.index("Findings") < page.index(">Runs<")
+    assert "headline_speedup" in page and "1.25x faster" in page

@@ -43,7 +43,7 @@ from gpucomm.report._format import (
     fmt_wrong,
 )
 from gpucomm.report.document import Document, KeyValues, Paragraph, Preformatted, Section, Table
-from gpucomm.report.findings import pair_sentences, trust_sentences
+from gpucomm.report.findings import NOISY, is_noisy, pair_sentences, trust_sentences
 from gpucomm.report.runs import Run, device_name
 from gpucomm.report.terminal import advice_order
 
@@ -260,8 +260,11 @@ _PLACEMENT_COLS = [("time med", "µs", True), ("time p99", "µs", True), ("algbw
 def _placement_cells(r: BenchRecord | None) -> list[str]:
     if r is None:
         return [MISSING] * len(_PLACEMENT_COLS)
+    speedup = fmt_speedup(r.speedup)
+    if r.speedup is not None and is_noisy(r):  # shown, never presented as a real speedup
+        speedup += " (noisy)"
     return [fmt_float(r.time_us_median), fmt_float(r.time_us_p99), fmt_float(r.algbw_gbps),
-            fmt_float(r.busbw_gbps), fmt_wrong(r.wrong), fmt_speedup(r.speedup)]
+            fmt_float(r.busbw_gbps), fmt_wrong(r.wrong), speedup]
 
 
 def _constant_columns(bench: list[tuple[int, BenchRecord]]) -> dict[str, str]:
@@ -304,13 +307,18 @@ def _op_table(runs: Sequence[Run], op: str, bench: list[tuple[int, BenchRecord]]
         if show_note:
             cells.append("; ".join(sorted({r.note for r in by_placement.values() if r.note})))
         rows.append(cells)
-        flags.append("wrong" if any(r.wrong > 0 for r in by_placement.values()) else "")
+        wrong = any(r.wrong > 0 for r in by_placement.values())
+        noisy = any(is_noisy(r) for r in by_placement.values())
+        flags.append("wrong" if wrong else "na" if noisy else "")
     groups = [("", len(lead))] + [(p, len(_PLACEMENT_COLS)) for p in placements]
     if show_note:
         groups.append(("", 1))
     shared = [f"{name} {value}" for name, value in constant.items() if value != MISSING]
     caption = ", ".join(shared + [f"timing {', '.join(timings)}"]
                         + ([] if len(placements) > 1 else [f"placement {placements[0]}"]))
+    if any(is_noisy(r) for _, r in bench):
+        caption += (f"; (noisy) = p99 more than {NOISY:g}x the median: that speedup is not reliable and is left "
+                    f"out of the findings")
     return _table(cols, rows, flags, caption=caption, groups=groups)
 
 
