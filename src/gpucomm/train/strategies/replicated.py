@@ -85,14 +85,9 @@ __all__ = ["ReplicatedStrategy"]
 def _prepared(comm: Communicator, method: str, tensors: list[torch.Tensor], *args: Any) -> Callable[[], Any]:
     """``comm.prepare(method, tensors, *args)``: the collective checked once, rerun by calling it.
 
-    Arguments are passed by position: ``op`` is both prepare's first parameter and all_reduce's.  A
-    Communicator without ``prepare`` (an implementation of the interface that predates it) gets the
-    plain method bound to the same arguments: the same collective, checked on every call.
+    Arguments are passed by position: ``op`` is both prepare's first parameter and all_reduce's.
     """
-    prepare = getattr(comm, "prepare", None)
-    if prepare is None:
-        return partial(getattr(comm, method), tensors, *args)
-    return prepare(method, tensors, *args)
+    return comm.prepare(method, tensors, *args)
 
 
 def _loss_of(loss_fn: Callable[[Any, Any], torch.Tensor], model: nn.Module, inputs: Any, targets: Any
