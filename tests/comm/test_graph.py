@@ -14,6 +14,11 @@ def test_capture_refuses_cpu_devices_with_the_fix():
         capture(lambda: None, [torch.device("cpu")])
 
 
+def test_capture_refuses_several_devices():
+    with pytest.raises(ValueError, match=r"^graph: expected .*one CUDA device, but got devices \['cuda:0', 'cuda:1'\]"):
+        capture(lambda: None, [torch.device("cuda", 1), torch.device("cuda", 0)])
+
+
 @requires_gpus(1)
 def test_capture_replays_the_work_on_current_contents():
     x = torch.ones(16, device="cuda:0")

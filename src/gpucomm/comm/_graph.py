@@ -18,15 +18,21 @@ side streams, events, NCCL communicators and allocator blocks that a capture mus
 def capture(run: Callable[[], object], devices: Sequence[torch.device]) -> Callable[[], None]:
     """Capture ``run`` into a ``torch.cuda.CUDAGraph`` and return its ``replay``.
 
-    Every device must be a CUDA device: a CPU participant (or a host result) needs the host to wait,
-    which a graph cannot record.  The graph belongs to ``devices[0]``; the buffers ``run`` touches
-    must stay allocated (and keep their shapes) for as long as the replay is used.
+    Every participant must be on one and the same CUDA device (a repeated device list such as
+    ``[cuda:0] * 4``): a CPU participant (or a host result) needs the host to wait, which a graph
+    cannot record, and this capture records one device's streams only.  The buffers ``run``
+    touches must stay allocated (and keep their shapes) for as long as the replay is used.
     """
     cpu = [str(d) for d in devices if d.type != "cuda"]
     if cpu:
         raise fail_value("graph", "graph=True only when every participant is on a CUDA device",
                          f"devices {[str(d) for d in devices]} ({', '.join(cpu)} is not a GPU)",
                          "use graph=False: CUDA graphs record GPU work only")
+    distinct = sorted({str(d) for d in devices})
+    if len(distinct) > 1:
+        raise fail_value("graph", "graph=True only when every participant is on one CUDA device",
+                         f"devices {distinct}", "use graph=False across GPUs: the capture records one "
+                         "device's streams, and work on the other devices' streams would escape it")
     device = devices[0]
     with torch.cuda.device(device):
         side = torch.cuda.Stream()
