@@ -6,6 +6,7 @@ import pytest
 
 from gpucomm import collectives as C
 from gpucomm.collectives import CollectiveName as N
+from gpucomm.testing.markers import requires_gpus
 
 # nccl-tests' busbw factors, written out independently of the table: src/<coll>.cu *GetBw.
 NCCL_TESTS_FACTOR = {
@@ -177,3 +178,31 @@ def test_every_rows_process_group_calls_on_gloo():
     from gpucomm.testing import check_ranks, spawn
 
     check_ranks(spawn(_dist_calls_body, world_size=3))
+
+
+@requires_gpus(1)
+def test_every_rows_torch_cuda_comm_call_on_one_gpu():
+    import importlib.util
+    from pathlib import Path
+
+    import torch
+    import torch.cuda.comm as tcomm
+
+    path = Path(__file__).parent / "collectives" / "_harness.py"
+    spec = importlib.util.spec_from_file_location("collectives_harness_gpu", path)
+    harness = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(harness)
+    n, count = 3, 4
+    checked = 0
+    for row in C.COLLECTIVES.values():
+        if row.calls.torch_cuda_comm is None:
+            continue
+        for root in range(n) if row.has_root else (0,):
+            got = harness.run_call(row, "torch_cuda_comm", tcomm, n, count, root, "out-of-place",
+                                   op=C.ReduceOp.SUM if row.reduces else None, device="cuda:0")
+            torch.cuda.synchronize()
+            for q in range(n):
+                want = row.expected(q, n, count, root, harness.ListData(n))
+                assert want is None or got[q] == want, (row.name, root, q)
+            checked += 1
+    assert checked == 4 * n  # broadcast, reduce, scatter, gather from every root

@@ -35,12 +35,12 @@ class ListData(Data):
         return [v for part in parts for v in part]
 
 
-def allocate(row, n: int, count: int, root: int, placement: str, participants=None):
-    """(inputs, outputs) of the held participants on CPU: inputs hold x(p, ·), outputs -1."""
+def allocate(row, n: int, count: int, root: int, placement: str, participants=None, device="cpu"):
+    """(inputs, outputs) of the held participants on ``device``: inputs hold x(p, ·), outputs -1."""
     inputs, outputs = [], []
     for p in participants if participants is not None else range(n):
         inp, out = row.buffers(p, n, count, root, placement,
-                               lambda numel: torch.full((numel,), -1.0, dtype=torch.float64))
+                               lambda numel: torch.full((numel,), -1.0, dtype=torch.float64, device=device))
         if inp is not None:
             inp.copy_(torch.tensor([x(p, i) for i in range(inp.numel())], dtype=torch.float64))
         inputs.append(inp)
@@ -49,10 +49,10 @@ def allocate(row, n: int, count: int, root: int, placement: str, participants=No
 
 
 def run_call(row, library: str, lib, n: int, count: int, root: int, placement: str, *, rank: int = 0,
-             participants=None, op=None) -> list:
+             participants=None, op=None, device="cpu") -> list:
     """Perform ``row``'s call for ``library`` on ``lib``; each held participant's output as a list (or None)."""
-    inputs, outputs = allocate(row, n, count, root, placement, participants)
-    devices = [torch.device("cpu")] * len(inputs)
+    inputs, outputs = allocate(row, n, count, root, placement, participants, device)
+    devices = [torch.device(device)] * len(inputs)
     args = Args(inputs=inputs, outputs=outputs, n=n, root=root, op=op, rank=rank, devices=devices)
     inv = row.calls.get(library)(lib, args)
     returned = inv.bind()()
