@@ -172,3 +172,21 @@ def test_graph_captured_prepare_replays_with_new_contents(op):
         p()
         torch.cuda.synchronize()
         assert all(torch.equal(a, b) for a, b in zip(ts, plain, strict=True)), (op, step, want)
+
+
+def test_prepare_defers_odd_cases_to_gpucomm_comm_and_its_errors():
+    comm = LocalCommunicator(["cpu", "cpu"])
+    f32, f64 = torch.ones(4), torch.ones(4, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"tensors\[1\]: expected dtype torch.float32"):
+        comm.prepare("reduce", [f32, f64], 1)
+    with pytest.raises(ValueError, match="complex"):
+        comm.prepare("all_reduce", [torch.ones(2, dtype=torch.complex64)] * 2, "max")
+    with pytest.raises(ValueError, match=r"out\[0\]: expected dtype torch.float32"):
+        comm.prepare("all_gather", [torch.ones(8, dtype=torch.float64)] * 2, [f32, f32])
+    dst = torch.zeros(4, dtype=torch.float64)  # broadcast casts, as copy_ does: comm's path, prepared
+    src = torch.arange(4.0)
+    p = comm.prepare("broadcast", [src, dst], 0)
+    p()
+    src.add_(1)
+    p()
+    assert torch.equal(dst, torch.arange(1.0, 5.0, dtype=torch.float64))

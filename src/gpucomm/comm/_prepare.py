@@ -17,7 +17,7 @@ Contract:
   function's return type).  The buffers' **contents** may change between calls (that is the point);
   they must not be resized, re-strided, moved or freed, and no other tensor may be swapped in:
   nothing is checked again, so a violated contract gives torch's errors or wrong results.
-* ``graph=True`` (every participant on a CUDA device) captures one call into a
+* ``graph=True`` (every participant on one CUDA device, e.g. ``[cuda:0] * 4``) captures one call into a
   ``torch.cuda.CUDAGraph`` after warm-up calls on a side stream, and ``p()`` replays it: the
   buffers are then also fixed in memory for the graph's lifetime.  On CPU devices it is a
   ValueError.
