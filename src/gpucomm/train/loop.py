@@ -16,9 +16,10 @@ as a loop fed by ``DataLoader(pin_memory=True)`` does.
   losses stay on the device), so it runs ahead of the GPU exactly as a user's loop does;
 * each step records a CUDA event on every device it drives, at its start and at its end, on the
   current stream (recording an event is an enqueue: no sync, no allocation);
-* after the window, one synchronize; then the step time of step ``s`` is, per device, the time from the
+* after the window, one synchronize; then the step time of a timed step ``s`` is, per device, the time from the
   end event of step ``s-1`` to that of step ``s`` — the cadence at which steps complete, which is what
-  throughput is — and the longest over the devices this process drives; the GPU time
+  throughput is — and the longest over the devices this process drives (a warmup step, which began
+  on idle devices, is timed from its own start event to its end); the GPU time
   (``gpu_ms``) of step ``s`` is start-to-end on the first device (its busy time when the host is
   ahead);
 * ``window_ms`` is the host clock from the synchronize before the window to the synchronize after it:
@@ -132,6 +133,11 @@ class StepClock:
         """Steps ``first..last-1``: start-to-end on the first device."""
         return [self._start[0][s].elapsed_time(self._end[0][s]) for s in range(first, last)]
 
+    def span_ms(self, first: int, last: int) -> list[float]:
+        """Steps ``first..last-1``: start-to-end, longest over devices (for steps that began on idle devices)."""
+        return [max(starts[s].elapsed_time(ends[s]) for starts, ends in zip(self._start, self._end, strict=True))
+                for s in range(first, last)]
+
 
 def _stage_batches(workload: Workload, config: TrainConfig, cuda: bool) -> list[Any]:
     batches = []
@@ -197,7 +203,7 @@ def run_strategy(strategy: Strategy, workload: Workload, config: TrainConfig, *,
         step_ms = [t * 1e3 for t in host_s]  # CPU: the host clock is the step time
         gpu_ms = None
         if clock.enabled:
-            step_ms = [t * 1e3 for t in host_s[:warmup]] + clock.step_ms(warmup, steps)
+            step_ms = clock.span_ms(0, warmup) + clock.step_ms(warmup, steps)
             gpu_ms = clock.gpu_ms(warmup, steps)
         probe = range(1, warmup) if (clock.enabled and warmup >= 2) else range(warmup, steps)
         state = strategy.state()
