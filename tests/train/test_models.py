@@ -109,3 +109,22 @@ def test_user_factory(example_path):
 def test_bad_factories(example_path, spec, match):
     with pytest.raises(ModelError, match=match):
         load_workload(spec)
+
+
+def test_gpt_shapes_come_from_the_one_shape_table():
+    from gpucomm import models as shapes
+
+    for name in ("gpt-tiny", "gpt-124m", "gpt-350m"):
+        arch = shapes.get(name)
+        cfg = GPTConfig.from_architecture(arch)
+        assert (cfg.n_layer, cfg.d_model, cfg.n_head, cfg.vocab, cfg.seq_len, cfg.ffn_hidden) == (
+            arch.layers, arch.hidden, arch.heads, arch.vocab, arch.seq, arch.ffn_hidden)
+    tiny = load_workload("gpt-tiny").build_model()
+    assert sum(p.numel() for p in tiny.parameters()) == shapes.get("gpt-tiny").params()
+
+
+def test_llama_shapes_are_refused_by_the_builtin_gpt():
+    from gpucomm import models as shapes
+
+    with pytest.raises(ValueError, match="GPT-2-style"):
+        GPTConfig.from_architecture(shapes.get("llama2-7b"))
