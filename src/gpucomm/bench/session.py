@@ -35,14 +35,14 @@ _STREAM_FILE = ".process-group-rows.jsonl"
 
 
 def min_busbw_failures(records: list[BenchRecord], floor: float) -> list[BenchRecord]:
-    """Per series (backend, op, dtype, redop, placement, timing), the largest-size row if busbw < floor.
+    """Per series (backend, form, op, dtype, redop, placement, timing), the largest-size row if busbw < floor.
 
     Series whose busbw factor is 0 (n = 1 for (n-1)/n collectives) are left out: they move no bytes
     across a bus.
     """
     last: dict[tuple, BenchRecord] = {}
     for r in records:
-        key = (r.backend, r.op, r.dtype, r.reduce_op, r.placement, r.timing)
+        key = (r.backend, r.form, r.op, r.dtype, r.reduce_op, r.placement, r.timing)
         if key not in last or r.size >= last[key].size:
             last[key] = r
     return [r for r in last.values()
@@ -267,7 +267,8 @@ class Session:
             low = min_busbw_failures(self.records, self.cfg.min_busbw)
             for r in low:
                 self.console.print(f"[bold red]busbw below --min-busbw {self.cfg.min_busbw:g}[/bold red]: "
-                                   f"{r.backend} {r.op} {r.placement} at {r.size} B: {r.busbw_gbps:.2f} GB/s",
+                                   f"{r.backend} ({r.form}) {r.op} {r.placement} at {r.size} B: "
+                                   f"{r.busbw_gbps:.2f} GB/s",
                                    highlight=False)
             status = status or (1 if low else 0)
         if self.problems or not report_ok:
