@@ -137,3 +137,10 @@ def test_collect_env_is_reexported_from_env():
     from gpucomm import env
 
     assert R.collect_env is env.collect_env
+
+
+def test_hidden_scratch_files_are_not_results(tmp_path):
+    with R.RecordWriter(tmp_path, R.collect_env("cpu")):
+        pass
+    (tmp_path / ".process-group-rows.jsonl").write_text("not json at all\n{}\n")
+    assert len(R.load(tmp_path).env) == 1

@@ -479,7 +479,8 @@ class ResultSet:
 def _record_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
     for p in map(Path, paths):
         if p.is_dir():
-            files = sorted(p.rglob("*.jsonl"))
+            # hidden files are a run's private scratch (bench's process-group stream), never results
+            files = sorted(f for f in p.rglob("*.jsonl") if not f.name.startswith("."))
             if not files:
                 raise RecordError(f"{str(p)!r} holds no *.jsonl records; pass a gpucomm result directory")
             yield from files
