@@ -276,16 +276,15 @@ def _one(plan: PlannedStrategy, config: TrainConfig, workload: Workload, cmp: Co
          single: TrainRecord | None, on_step: Callable[[int, int], None] | None) -> TrainRecord:
     if plan.not_applicable is not None:
         return _placeholder(plan, config, workload, "not-applicable", plan.not_applicable)
+    failure = None
     try:
         run = _run(plan, workload, config, on_step)
     except Exception as exc:
-        if _is_oom(exc):
-            detail = _oom_message(plan, config, exc)
-        else:
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        del exc
+        failure = _oom_message(plan, config, exc) if _is_oom(exc) else \
+            "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if failure is not None:  # outside the except block: the traceback, and the model it holds, are gone
         _release_memory()
-        return _placeholder(plan, config, workload, "failed", detail)
+        return _placeholder(plan, config, workload, "failed", failure)
     cmp.runs[plan.name] = run
     equality = None
     if plan.name != "single" and "single" in cmp.runs:
