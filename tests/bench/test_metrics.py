@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gpucomm.bench.metrics import SpeedupIndex, assign_speedups, bandwidths, median, percentile, summarize
@@ -71,3 +73,12 @@ def test_no_baseline_no_speedup():
 def test_dist_baseline_is_raw_torch_distributed():
     rows = assign_speedups([_row("gpucomm.dist", 5.0), _row("torch.distributed", 6.0), _row("torch.cuda.comm", 1.0)])
     assert rows[0].baseline == "torch.distributed" and rows[0].speedup == pytest.approx(1.2)
+
+
+def test_prepared_rows_divide_the_baselines_plain_time_and_keep_the_plain_row_apart():
+    base = _row("torch.distributed", 12.0)
+    plain = _row("gpucomm.dist", 15.0)
+    prepared = dataclasses.replace(_row("gpucomm.dist", 10.0), form="prepared")
+    rows = assign_speedups([plain, prepared, base])
+    assert rows[0].speedup == pytest.approx(0.8) and rows[1].speedup == pytest.approx(1.2)
+    assert rows[1].baseline == "torch.distributed"
