@@ -8,7 +8,7 @@ position effects on a shared machine hit both alike:
   rotating buffer sets, per-iteration timing (CUDA events on NCCL, perf_counter + sync on gloo),
   MAX over ranks per iteration, median.  The exact check runs after timing and is not timed.
 * **bare** — the loop people write by hand: one tensor, warmup, barrier, then per iteration
-  ``t0; dist.all_reduce(t); sync; t1`` (CUDA events around the call on NCCL), the same MAX over
+  ``t0; td.all_reduce(t); sync; t1`` (CUDA events around the call on NCCL), the same MAX over
   ranks, median.
 
 The ratio ours/bare is printed per size (the median of per-round ratios); the target is within 3% at
@@ -40,29 +40,29 @@ _GPU_SIZES = ["64K", "1M", "16M", "256M", "1G"]
 
 
 def _bare(ts: list[torch.Tensor], iters: int, warmup: int) -> list[float]:
-    """The hand-written loop: per-iteration time of ``dist.all_reduce`` on ``ts[i % len(ts)]``."""
-    import torch.distributed as dist
+    """The hand-written loop: per-iteration time of ``td.all_reduce`` on ``ts[i % len(ts)]``."""
+    import torch.distributed as td
 
     k = len(ts)
     cuda = ts[0].device.type == "cuda"
     for i in range(warmup):
-        dist.all_reduce(ts[i % k])
+        td.all_reduce(ts[i % k])
     if cuda:
         torch.cuda.synchronize(ts[0].device)
-    dist.barrier()
+    td.barrier()
     times = []
     if cuda:
         pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
         for i, (s, e) in enumerate(pairs):
             s.record()
-            dist.all_reduce(ts[i % k])
+            td.all_reduce(ts[i % k])
             e.record()
         torch.cuda.synchronize(ts[0].device)
         times = [s.elapsed_time(e) / 1e3 for s, e in pairs]
     else:
         for i in range(iters):
             t0 = time.perf_counter()
-            dist.all_reduce(ts[i % k])
+            td.all_reduce(ts[i % k])
             times.append(time.perf_counter() - t0)
     return times
 
@@ -93,7 +93,7 @@ def _one_size(size: int, backend, cfg, combine, iters: int, warmup: int, rounds:
 
 
 def _worker(sizes: list[int], iters: int, warmup: int, rounds: int) -> dict | None:
-    import torch.distributed as dist
+    import torch.distributed as td
 
     from gpucomm.bench.backends import TorchDistributed
     from gpucomm.bench.config import BenchConfig
@@ -105,10 +105,10 @@ def _worker(sizes: list[int], iters: int, warmup: int, rounds: int) -> dict | No
     backend = TorchDistributed(device)
     cfg = BenchConfig(ops=(CollectiveName.ALL_REDUCE,), backends=("torch.distributed",), sizes=tuple(sizes),
                       dtypes=(torch.float32,), reduce_ops=(ReduceOp.SUM,), iters=iters, warmup=warmup, check=1,
-                      device_type=device.type, nproc=dist.get_world_size())
+                      device_type=device.type, nproc=td.get_world_size())
     combine = _combine(device)
     results = {size: _one_size(size, backend, cfg, combine, iters, warmup, rounds) for size in sizes}
-    return results if dist.get_rank() == 0 else None
+    return results if td.get_rank() == 0 else None
 
 
 def _table(results: dict, nproc: int, backend: str) -> str:
