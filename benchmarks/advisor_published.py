@@ -82,7 +82,8 @@ def command(row: dict) -> tuple[list[str] | None, str]:
     if isinstance(mb, int):
         layout.append(f"mb={mb}")
     ac = (row.get("activation_checkpointing") or "").lower()
-    ac = "full" if ac.startswith(("full", "yes")) else "selective" if ac.startswith("selective") else \
+    ac = "full" if ac.startswith(("full", "yes")) else "op" if ac.startswith("selective (op)") else \
+        "selective" if ac.startswith("selective") else \
         "none" if ac.startswith("none") else "auto"
     layout.append(f"ac={ac}")
     if row.get("vpp"):

@@ -66,3 +66,13 @@ def test_bad_shapes_name_the_field(kw, word):
 def test_unknown_preset():
     with pytest.raises(ValueError, match="llama3-8b"):
         models.get("nosuch")
+
+
+def test_layer_matmuls_are_the_layer_matrix_weights_in_forward_order():
+    for name in ("gpt-124m", "llama3-8b", "llama2-70b"):
+        arch = models.get(name)
+        per_layer = (arch.matmul_params() - arch.vocab * arch.hidden) // arch.layers
+        assert sum(i * o for _, i, o in arch.layer_matmuls()) == per_layer
+    names = [n for n, _, _ in models.get("llama3-8b").layer_matmuls()]
+    assert names == ["wq", "wk", "wv", "wo", "w1", "w3", "w2"]
+    assert models.get("llama3-8b").layer_matmuls()[1] == ("wk", 4096, 1024)

@@ -125,6 +125,21 @@ class Architecture:
         return (self.embedding_params() + self.layers * self.layer_params() + self.norm_params()
                 + self.head_params())
 
+    def layer_matmuls(self) -> list[tuple[str, int, int]]:
+        """One block's weight matrix multiplies in forward order, as ``(name, in, out)`` widths per token.
+
+        GPT (nanoGPT's and Megatron's fused ``c_attn``/QKV): ``qkv (h -> h + 2 kv)``, ``proj (h -> h)``,
+        ``fc (h -> f)``, ``fc2 (f -> h)``.  Llama (torchtitan's and Meta's reference ``model.py``: separate
+        ``wq``, ``wk``, ``wv``; SwiGLU ``w2(silu(w1 x) * w3 x)``): ``wq (h -> h)``, ``wk (h -> kv)``,
+        ``wv (h -> kv)``, ``wo (h -> h)``, ``w1 (h -> f)``, ``w3 (h -> f)``, ``w2 (f -> h)``.  The order decides
+        which outputs torchtitan's per-op activation checkpointing keeps (every other one).
+        """
+        h, kv, f = self.hidden, self.kv_dim, self.ffn_hidden
+        if self.ffn_kind == "swiglu":
+            return [("wq", h, h), ("wk", h, kv), ("wv", h, kv), ("wo", h, h), ("w1", h, f), ("w3", h, f),
+                    ("w2", f, h)]
+        return [("qkv", h, h + 2 * kv), ("proj", h, h), ("fc", h, f), ("fc2", f, h)]
+
     def matmul_params(self) -> int:
         """Parameters that take part in a matrix multiply per token: layer weights and the head."""
         h, kv, f = self.hidden, self.kv_dim, self.ffn_hidden

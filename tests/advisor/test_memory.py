@@ -4,7 +4,13 @@ import pytest
 
 from gpucomm import models
 from gpucomm.advisor.layout import Layout
-from gpucomm.advisor.memory import BUCKET_BYTES, RESERVE_BYTES, activation_bytes_per_layer, memory
+from gpucomm.advisor.memory import (
+    BUCKET_BYTES,
+    RESERVE_BYTES,
+    activation_bytes_per_layer,
+    activation_terms,
+    memory,
+)
 
 S, B, H, A = 2048, 4, 12288, 96  # GPT-3 175B, micro-batch 4
 
@@ -25,6 +31,48 @@ def test_korthikanti_selective_and_full():
     assert activation_bytes_per_layer(S, B, H, A, 1, "none") == 34 * S * B * H
 
 
+def test_gpt_terms_sum_to_korthikantis_34_with_the_same_split():
+    # Korthikanti et al. 2022 Sec. 4.1: attention 11 s b h (without scores), MLP 19 s b h, norms 4 s b h
+    t = activation_terms(models.get("gpt3-175b"), "none")
+    assert sum(t.values()) == 34
+    assert t["norm inputs"] == 4
+    assert t["QKV input"] + t["Q"] + t["K"] + t["V"] + t["attention output"] + t["dropout masks"] / 2 == 11
+    assert t["MLP input"] + t["GeLU input"] + t["GeLU output"] + t["dropout masks"] / 2 == 19
+    arch = models.get("gpt3-175b")
+    assert activation_bytes_per_layer(S, B, H, A, 8, "selective", arch=arch) == S * B * H * 34 / 8
+    # without flash attention the score terms come back: 2 (softmax) + 1 (mask) + 2 (dropout output) a s / h
+    assert activation_bytes_per_layer(S, B, H, A, 1, "none", flash=False, arch=arch) == pytest.approx(
+        S * B * H * (34 + 5 * A * S / H))
+
+
+def test_llama3_8b_terms_by_hand():
+    # h 4096, kv 1024 (8 of 32 heads), f 14336 = 3.5 h, SwiGLU, RMSNorm, no dropout, flash attention:
+    # norms 2+2, QKV input 2, Q 2, K 0.5, V 0.5, attention output 2, MLP input 2, gate/SiLU/up/product 4 x 7
+    arch = models.get("llama3-8b")
+    assert sum(activation_terms(arch, "none").values()) == 41
+    assert activation_bytes_per_layer(8192, 2, 0, 0, 1, "none", arch=arch) == 41 * 8192 * 2 * 4096
+    # torchtitan's op policy keeps the block input, mm outputs 1, 3, 5, 7 (wq h, wv kv, w1 f, w2 h), the
+    # SDPA output and its fp32 logsumexp (4 bytes x 32 heads per token)
+    op = activation_terms(arch, "op")
+    assert op == {"block input": 2, "wq output (kept mm)": 2, "wv output (kept mm)": 0.5,
+                  "w1 output (kept mm)": 7, "w2 output (kept mm)": 2, "attention output (kept SDPA)": 2,
+                  "attention logsumexp (fp32)": 4 * 32 / 4096}
+    assert activation_bytes_per_layer(8192, 2, 0, 0, 4, "op", arch=arch) == pytest.approx(
+        (15.5 + 128 / 4096) * 8192 * 2 * 4096 / 4)
+    with pytest.raises(ValueError, match="arch"):
+        activation_bytes_per_layer(8192, 2, 4096, 32, 1, "op")
+
+
+def test_issue_case_8b_memory_terms():
+    # issue 11 case 1: 8 GPUs, FSDP, micro-batch 2, torchtitan's op policy
+    arch = models.get("llama3-8b")
+    m = memory(arch, Layout(dp=8, shard="fsdp", mb=2, ac="op"), global_batch=16, seq=8192, gpus_per_node=8)
+    sbh = 8192 * 2 * 4096
+    # 32 layers keep 15.53 s b h; the layer being recomputed holds its 41 s b h working set
+    assert m.activations == pytest.approx(32 * (15.5 + 128 / 4096) * sbh + 41 * sbh)
+    assert m.params + m.grads + m.optimizer == pytest.approx(16 * arch.params() / 8)
+
+
 def test_fsdp_terms_for_llama3_70b_on_64_gpus():
     arch = models.get("llama3-70b")
     lo = Layout(dp=64, shard="fsdp", mb=1, ac="full")
@@ -33,8 +81,10 @@ def test_fsdp_terms_for_llama3_70b_on_64_gpus():
     assert m.params == pytest.approx(2 * psi / 64)
     assert m.grads == pytest.approx(2 * psi / 64)
     assert m.optimizer == pytest.approx(12 * psi / 64)
-    # full recompute: every layer's input, plus one layer's working set while it is recomputed
-    assert m.activations == pytest.approx(80 * 2 * 8192 * 8192 + 34 * 8192 * 8192)
+    # full recompute: every layer's input, plus one layer's working set while it is recomputed; for Llama-3-70B
+    # (kv = h/8, f = 3.5 h, SwiGLU, no dropout) that set is 4 norms + 2 QKV in + 2 Q + 0.25 K + 0.25 V
+    # + 2 attention out + 2 MLP in + 4 x 7 SwiGLU tensors = 40.5 s b h bytes
+    assert m.activations == pytest.approx(80 * 2 * 8192 * 8192 + 40.5 * 8192 * 8192)
     assert m.logits == pytest.approx(4 * 8192 * arch.vocab)
     assert m.buffers == pytest.approx(6 * arch.layer_params())  # 2 gathered layers (bf16) + 1 layer of grads
     assert m.reserve == RESERVE_BYTES

@@ -13,7 +13,7 @@ Two modes share the flags:
     gpucomm advise --arch layers=24,hidden=2048,heads=16,seq=2048 --hardware h100-nvswitch \\
         --nodes 4 --global-batch 512 --layout tp=1,pp=1,cp=1,dp=32,shard=zero2,mb=16,ac=none --json
 
-  ``--layout tp=..,pp=..,cp=..,dp=..,shard=none|zero1|zero2|zero3|fsdp|hsdp,mb=..,ac=none|selective|full|auto
+  ``--layout tp=..,pp=..,cp=..,dp=..,shard=none|zero1|zero2|zero3|fsdp|hsdp,mb=..,ac=none|selective|op|full|auto
   [,vpp=..]`` evaluates exactly that layout; keys left out are searched.  ``--arch layers=..,hidden=..,
   heads=..[,kv_heads=..,ffn=..,ffn_kind=gelu-4h|swiglu,vocab=..,seq=..,tied=0|1]`` describes a model.
   ``--json`` prints ``{"advice": [rows, best first]}``; each row has ``layout`` (every key above),
@@ -141,8 +141,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     wl.add_argument("--arch", help="a model shape: layers=..,hidden=..,heads=..[,kv_heads=..,ffn=..,"
                                    "ffn_kind=gelu-4h|swiglu,vocab=..,seq=..,tied=0|1] (planner)")
     wl.add_argument("--layout", help="tp=..,pp=..,cp=..,dp=..,shard=none|zero1|zero2|zero3|fsdp|hsdp,mb=..,"
-                                     "ac=none|selective|full|auto[,vpp=..]: keys given are fixed, the rest "
-                                     "searched (planner)")
+                                     "ac=none|selective|op|full|auto[,vpp=..]: keys given are fixed, the rest "
+                                     "searched (planner); ac=selective is Megatron's (attention core "
+                                     "recomputed), ac=op torchtitan's per-op policy (every second matmul)")
     wl.add_argument("--params", type=float, help="parameter count instead of a model name, e.g. 7e9 (no shape: "
                                                  "activations are not counted)")
     wl.add_argument("--layers", type=int, help="a custom GPT of this depth (with --d-model)")

@@ -6,7 +6,9 @@ over the layers (``vpp`` virtual stages per rank for the interleaved 1F1B schedu
 ``cp`` over the sequence, data parallel ``dp`` over the batch with a sharding scheme (``none``; ZeRO
 stages ``zero1``/``zero2``/``zero3``; ``fsdp`` = zero3 with per-layer units; ``hsdp`` = fsdp inside a
 machine, replicated across machines), a micro-batch ``mb`` (sequences per model replica per forward) and
-activation checkpointing ``ac`` (``none``, ``selective``, ``full``).  Gradient accumulation follows:
+activation checkpointing ``ac`` (``none``; ``selective``: Megatron's, Korthikanti et al. 2022, the
+attention core recomputed; ``op``: torchtitan's per-op selective policy, every second matmul recomputed;
+``full``).  Gradient accumulation follows:
 ``global_batch / (dp x mb)`` micro-batches per step.
 
 ``--layout tp=8,pp=4,mb=1`` fixes those keys and leaves the others to the search (``ac=auto`` too).
@@ -25,7 +27,7 @@ __all__ = ["AC", "INT_KEYS", "LAYOUT_KEYS", "SHARDS", "Layout", "LayoutError", "
            "parse_layout"]
 
 SHARDS = ("none", "zero1", "zero2", "zero3", "fsdp", "hsdp")
-AC = ("none", "selective", "full")
+AC = ("none", "selective", "op", "full")
 INT_KEYS = ("tp", "pp", "cp", "dp", "mb", "vpp")
 LAYOUT_KEYS = ("tp", "pp", "cp", "dp", "shard", "mb", "ac", "vpp")
 _ARCH_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "ffn_kind", "vocab", "seq", "tied")

@@ -7,15 +7,37 @@ holds the parameters of its pipeline stage split ``tp`` ways, and sharding over 
 fsdp; hsdp shards over the data-parallel GPUs of one machine only).  Stage 0 holds the embedding and the
 first ``ceil(L / pp)`` layers; the last stage the head; the heavier of the two is reported.
 
-**Activations** per layer and micro-batch (Korthikanti et al. 2022, "Reducing Activation Recomputation in
-Large Transformer Models", Sec. 4, 16-bit activations; ``s`` tokens per GPU after context parallel, ``b``
-micro-batch, ``h`` hidden, ``a`` heads, ``t`` tensor parallel with sequence parallel):
+**Activations** per layer and micro-batch, 16-bit, derived tensor by tensor (:func:`activation_terms`) the
+way Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models", Sec. 4.1)
+derive their ``34 s b h + 5 a s^2 b`` for GPT — ``s`` tokens per GPU after context parallel, ``b``
+micro-batch, ``h`` hidden, ``kv`` the K/V width (``kv_heads x head_dim``), ``f`` the MLP width, ``a`` heads,
+``t`` tensor parallel with sequence parallel (every term divides by t).  In units of ``s b h`` bytes:
 
-* no recomputation: ``s b h (34 + 5 a s / h) / t`` bytes — with flash attention (``flash=True``, the default:
-  every run in the published set after 2022 uses it) the ``5 a s^2 b`` score term is never stored, which is
-  exactly what Korthikanti's *selective* recomputation achieves, so
-* selective: ``34 s b h / t``;
-* full: only each layer's input, ``2 s b h / t``, plus one layer's full working set while it is recomputed.
+* both kinds: the two norms' inputs ``2 + 2`` (LayerNorm and RMSNorm backward need their input); the QKV
+  projection's input ``2``; the attention output, input of the output projection and what flash attention
+  keeps for its backward ``2``; the MLP's input ``2``;
+* attention core: Q ``2`` and K ``2 kv / h`` (inputs of ``Q K^T``), V ``2 kv / h``; without flash attention the
+  scores: softmax output ``2 a s / h``, plus, with dropout, its mask ``a s / h`` and output ``2 a s / h``;
+* GPT (``gelu-4h``, trained with dropout as Megatron's GPT is): GeLU input ``2 f / h`` and output ``2 f / h``,
+  two dropout masks ``1 + 1`` — for f = 4h and kv = h exactly Korthikanti's 34 (11 attention + 19 MLP + 4 norms);
+* Llama (``swiglu``, no dropout): the gate ``w1 x`` (SiLU's input) ``2 f / h``, SiLU's output and ``w3 x`` (the
+  product's two inputs) ``2 f / h`` each, the product (``w2``'s input) ``2 f / h``: ``2 + 8 f / h``.  For
+  Llama-3-8B (f = 3.5 h, kv = h / 4): 4 + 7 + 30 = 41.  (torchtitan expands K and V to every head before
+  SDPA (``repeat_kv``), which stores them at full width, ``+ 3`` for 8B; counted at GQA width here.)
+
+By checkpointing mode:
+
+* ``none``: the terms above.  Flash attention (``flash=True``, the default: every run in the published
+  set after 2022 uses it) never stores the scores, which is exactly what Korthikanti's *selective*
+  recomputation achieves, so
+* ``selective`` (Megatron, Korthikanti: recompute the attention core only): the same terms without scores;
+* ``op`` (torchtitan's default selective AC for Llama, ``selective_ac_option = "op"``: a checkpoint around
+  every block whose policy saves the outputs of ``aten.mm`` and of the SDPA kernels and recomputes everything
+  else, except that every second ``mm`` of the block is recomputed too): the block's input ``2``, the outputs
+  of the 1st, 3rd, ... matmul of :meth:`~gpucomm.models.Architecture.layer_matmuls` (Llama: ``wq`` ``2``,
+  ``wv`` ``2 kv / h``, ``w1`` ``2 f / h``, ``w2`` ``2``), the attention output ``2`` and its fp32 logsumexp
+  ``4 a / h``.  Llama-3-8B: 15.53;
+* ``full``: only each layer's input, ``2``, plus one layer's full working set while it is recomputed.
 
 A 1F1B pipeline's first stage holds ``min(pp, micro-batches)`` micro-batches in flight; the interleaved
 schedule ``(1 + (pp - 1) / (pp vpp))`` times that (Narayanan et al. SC21, Sec. 2.2).
@@ -39,7 +61,8 @@ from dataclasses import dataclass
 from gpucomm.advisor.layout import Layout
 from gpucomm.models import Architecture
 
-__all__ = ["BUCKET_BYTES", "RESERVE_BYTES", "MemoryTerms", "activation_bytes_per_layer", "memory"]
+__all__ = ["BUCKET_BYTES", "RESERVE_BYTES", "MemoryTerms", "activation_bytes_per_layer", "activation_terms",
+           "memory"]
 
 GiB = 2**30
 RESERVE_BYTES = 3 * GiB
@@ -73,17 +96,56 @@ class MemoryTerms:
                                               "reserve")}
 
 
-def activation_bytes_per_layer(s: float, b: float, h: int, a: int, t: int, ac: str, flash: bool = True) -> float:
-    """One layer's stored activations (Korthikanti et al. 2022; see the module docstring).
+def activation_terms(arch: Architecture, ac: str, flash: bool = True, s: float = 0.0) -> dict[str, float]:
+    """One layer's stored activations of ``arch``, tensor by tensor, in bytes per ``s b h`` (module docstring).
+
+    ``s`` (tokens of one sequence on this GPU) matters only for the score terms, when ``flash`` is False.
+    """
+    h, a = arch.hidden, arch.heads
+    kv_h, f_h = arch.kv_dim / h, arch.ffn_hidden / h
+    swiglu = arch.ffn_kind == "swiglu"
+    if ac == "full":
+        return {"layer input": 2.0}
+    if ac == "op":
+        terms = {"block input": 2.0}
+        terms.update({f"{name} output (kept mm)": 2.0 * out / h
+                      for i, (name, _, out) in enumerate(arch.layer_matmuls()) if i % 2 == 0})
+        terms["attention output (kept SDPA)"] = 2.0
+        terms["attention logsumexp (fp32)"] = 4.0 * a / h
+        return terms
+    terms = {"norm inputs": 4.0, "QKV input": 2.0, "Q": 2.0, "K": 2.0 * kv_h, "V": 2.0 * kv_h,
+             "attention output": 2.0, "MLP input": 2.0}
+    if swiglu:
+        terms.update({"gate (SiLU input)": 2.0 * f_h, "SiLU output": 2.0 * f_h, "up (w3 output)": 2.0 * f_h,
+                      "gate x up (w2 input)": 2.0 * f_h})
+    else:
+        terms.update({"GeLU input": 2.0 * f_h, "GeLU output": 2.0 * f_h, "dropout masks": 2.0})
+    if ac == "none" and not flash:
+        terms["scores (softmax output)"] = 2.0 * a * s / h
+        if not swiglu:
+            terms["scores dropout mask and output"] = 3.0 * a * s / h
+    return terms
+
+
+def activation_bytes_per_layer(s: float, b: float, h: int, a: int, t: int, ac: str, flash: bool = True,
+                               arch: Architecture | None = None) -> float:
+    """One layer's stored activations, bytes (module docstring).
 
     Args:
         s: tokens of one sequence on this GPU (after context parallel).
         b: micro-batch (sequences).
-        h, a: hidden size and attention heads.
+        h, a: hidden size and attention heads (taken from ``arch`` when it is given).
         t: tensor-parallel size (with sequence parallel, every term divides by t).
-        ac: "none", "selective" or "full".
+        ac: "none", "selective", "op" or "full".
         flash: attention scores are never stored (flash attention): "none" keeps what "selective" keeps.
+        arch: the architecture (GQA, MLP kind and width): the sum of :func:`activation_terms`.  None:
+            Korthikanti's GPT formula as published, ``34`` (``+ 5 a s / h`` unless flash) or ``2`` (full).
     """
+    if arch is not None:
+        return s * b * arch.hidden * sum(activation_terms(arch, ac, flash, s).values()) / t
+    if ac == "op":
+        raise ValueError("ac='op': what torchtitan's per-op policy keeps depends on the architecture's "
+                         "matmuls; pass arch=")
     if ac == "full":
         return 2 * s * b * h / t
     if ac == "selective" or flash:
@@ -120,10 +182,10 @@ def memory(arch: Architecture, layout: Layout, *, global_batch: int, seq: int, g
     in_flight = min(L.pp, micro_batches)
     if L.vpp > 1:
         in_flight *= 1 + (L.pp - 1) / (L.pp * L.vpp)
-    per_layer = activation_bytes_per_layer(s, L.mb, arch.hidden, arch.heads, L.tp, L.ac, flash)
+    per_layer = activation_bytes_per_layer(s, L.mb, arch.hidden, arch.heads, L.tp, L.ac, flash, arch)
     acts = per_stage * per_layer * in_flight
-    if L.ac == "full":  # the layer being recomputed holds its full working set
-        acts += activation_bytes_per_layer(s, L.mb, arch.hidden, arch.heads, L.tp, "selective", flash)
+    if L.ac in ("full", "op"):  # the layer being recomputed holds its full working set
+        acts += activation_bytes_per_layer(s, L.mb, arch.hidden, arch.heads, L.tp, "selective", flash, arch)
     logits = 2 * 2 * s * L.mb * arch.vocab / L.tp
 
     layer = arch.layer_params() / L.tp

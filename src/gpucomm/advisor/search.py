@@ -4,7 +4,7 @@ Candidates: ``tp`` among the divisors of the heads that fit in a machine; ``pp``
 GPU count left (at most the layers); ``cp`` 1, or powers of two up to 8 when a sequence is long enough to
 need it (>= 8192 tokens); ``dp`` what remains (it must divide the global batch); every sharding scheme
 (hsdp only across machines); micro-batches dividing the per-replica batch (up to :data:`MAX_MB`);
-activation checkpointing none, selective, full; ``vpp`` 1, 2, 4 when pipelined.  Keys the user fixed
+activation checkpointing none, selective, op, full; ``vpp`` 1, 2, 4 when pipelined.  Keys the user fixed
 (``--layout``) are not searched.  Memory is computed first (it is cheap) and layouts that do not fit are
 not timed unless nothing fits.
 

@@ -9,15 +9,18 @@ checked against; ``gpucomm advise --calibrate`` replaces the compute efficiency 
 * matrix FLOPs: forward ``2 x`` (the stage's layer weights / tp) per token, attention ``2 s h / tp`` per token
   (``Q K^T`` and ``A V`` under a causal mask: half of the ``4 s h`` a full mask costs), the head ``2 V h / tp``
   on the last stage; backward twice the forward; full recomputation repeats the layers' forward, selective
-  repeats attention's.  They run at ``peak x GEMM_EFFICIENCY x size_factor`` where
+  (Megatron's) repeats attention's, ``op`` (torchtitan's per-op policy, :mod:`gpucomm.advisor.memory`)
+  repeats every second matmul of the block (Llama: ``wk``, ``wo``, ``w3``; 37% of Llama-3-8B's layer
+  matmul FLOPs) and keeps attention's output.  They run at ``peak x GEMM_EFFICIENCY x size_factor`` where
   ``size_factor = 1 / (1 + GEMM_DIM0 / (h / tp) + GEMM_TOKENS0 / tokens)``: narrow matrices (wide TP, small
   models) and short micro-batches fill fewer tiles and waves (the default curve calibration replaces);
 * the loss: :data:`LOSS_BYTES_PER_LOGIT` bytes per vocabulary entry per token at the HBM bandwidth (small
   models spend a visible share of the step here: the logits outnumber a layer's activations);
 * memory-bound work (norms, residuals, activation functions, dropout, rotary, softmax statistics): the
-  stored activations of Korthikanti et al. (34 h bytes per token and layer, / tp with sequence parallel)
-  written in forward and read and written again in backward — ``EW_PASSES x 34 h / tp`` bytes at the HBM
-  bandwidth (one more pass under full recomputation).  This is why an H100 (989 TFLOP/s over 3.35 TB/s)
+  stored activations without recomputation (:func:`gpucomm.advisor.memory.activation_terms`: Korthikanti's
+  34 h bytes per token and layer for GPT, 41 h for Llama-3-8B; / tp with sequence parallel) written in
+  forward and read and written again in backward — ``EW_PASSES x stored / tp`` bytes at the HBM bandwidth
+  (one more pass under full or ``op`` recomputation, which run the memory-bound forward again).  This is why an H100 (989 TFLOP/s over 3.35 TB/s)
   reaches a lower MFU than an A100 (312 over 2.04) on the same model.
 
 **Tensor parallel** (exposed: it sits between dependent matrix multiplies): per layer and micro-batch two
@@ -55,7 +58,7 @@ from dataclasses import dataclass
 from gpucomm.advisor import cost
 from gpucomm.advisor.hardware import HardwareProfile
 from gpucomm.advisor.layout import Layout
-from gpucomm.advisor.memory import shard_size
+from gpucomm.advisor.memory import activation_terms, shard_size
 from gpucomm.models import Architecture
 
 __all__ = ["ATTENTION_EFFICIENCY", "EW_PASSES", "GEMM_DIM0", "GEMM_EFFICIENCY", "GEMM_TOKENS0", "LOSS_BYTES_PER_LOGIT", "StepTime", "size_factor", "step_time"]
@@ -180,13 +183,18 @@ def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, g
     head_fwd = 2.0 * arch.vocab * h / tp * tokens
     mm = 3 * (gemm_fwd + head_fwd)
     attn = 3 * attn_fwd
-    ew_bytes = EW_PASSES * 34 * h / tp * tokens * per_stage + LOSS_BYTES_PER_LOGIT * arch.vocab / tp * tokens
+    stored = sum(activation_terms(arch, "none").values())  # bytes per token and h: 34 for GPT, 41 Llama-3-8B
+    ew_bytes = EW_PASSES * stored * h / tp * tokens * per_stage + LOSS_BYTES_PER_LOGIT * arch.vocab / tp * tokens
     if L.ac == "full":
         mm += gemm_fwd
         attn += attn_fwd
-        ew_bytes += 34 * h / tp * tokens * per_stage
+        ew_bytes += stored * h / tp * tokens * per_stage
     elif L.ac == "selective":
         attn += attn_fwd
+    elif L.ac == "op":  # every second matmul of the block and all memory-bound work run again
+        mm += 2.0 * sum(i * o for k, (_, i, o) in enumerate(arch.layer_matmuls()) if k % 2) / tp * tokens \
+            * per_stage
+        ew_bytes += stored * h / tp * tokens * per_stage
     if efficiency is None:
         efficiency = profile.gemm_efficiency or GEMM_EFFICIENCY
     eff = efficiency * size_factor(h / tp, tokens)
