@@ -194,7 +194,8 @@ def _reduce_scatter(c: _Ctx, output, input, op, group, async_op):
 def _tensor_list(c: _Ctx, arg: str, xs, like: torch.Tensor, root: bool, root_arg: str) -> list | None:
     """The root's list of ``n`` tensors shaped like ``like``; elsewhere None or an empty list."""
     if not root:
-        if xs not in (None, []) and not (isinstance(xs, Sequence) and len(xs) == 0):
+        empty = xs is None or (isinstance(xs, list | tuple) and len(xs) == 0)
+        if not empty:
             raise fail_value(arg, f"None on a rank that is not {root_arg}", f"a {type(xs).__name__}",
                              f"pass {arg} only on rank {root_arg}")
         return None
