@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from gpucomm.testing.markers import requires_gpus
 from gpucomm.train.config import TrainConfig
 from gpucomm.train.loop import StepClock, median_phases, run_strategy
 from gpucomm.train.models import load_workload
@@ -91,3 +92,29 @@ def test_teardown_runs_even_when_a_step_raises():
 def test_median_phases_count_a_missing_phase_as_zero():
     assert median_phases([{"a": 1.0, "b": 4.0}, {"a": 3.0}, {"a": 2.0, "b": 2.0}]) == {"a": 2.0, "b": 2.0}
     assert median_phases([]) == {}
+
+
+def test_nothing_waits_for_the_devices_between_timed_steps():
+    cfg = _cfg(steps=6, warmup_steps=2)
+    calls = []
+
+    class Spy(SingleStrategy):
+        def synchronize(self):
+            calls.append("sync")
+
+        def step(self, step, batch):
+            calls.append(step)
+            return super().step(step, batch)
+
+    run_strategy(Spy(cfg, cfg.devices), load_workload("mlp"), cfg)
+    # before each warmup step and before the window, then once after the last step; none inside the window
+    assert calls == ["sync", 0, "sync", 1, "sync", 2, 3, 4, 5, "sync"]
+
+
+@requires_gpus(1)
+def test_on_cuda_steps_are_timed_by_events_and_host_time_by_idle_warmup_steps():
+    cfg = _cfg(steps=6, warmup_steps=3, devices=["cuda:0"])
+    run = run_strategy(SingleStrategy(cfg, cfg.devices), load_workload("mlp"), cfg)
+    assert len(run.step_ms) == 6 and len(run.gpu_ms) == 3 and all(t > 0 for t in run.step_ms)
+    assert run.host_source.startswith("warmup") and len(run.host_ms) == 2
+    assert all(isinstance(v, float) for v in run.losses)
