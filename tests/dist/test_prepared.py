@@ -190,8 +190,37 @@ def _bad_arguments_fail_at_prepare() -> list[str]:
     return problems
 
 
+def _subgroup() -> list[str]:
+    """A group of ranks 0 and 1: its members prepare on it; the others and foreign roots are refused."""
+    import torch.distributed as td
+
+    if gd.get_world_size() < 3:
+        return []
+    group = td.new_group([0, 1])  # collective over every rank
+    rank, problems = gd.get_rank(), []
+    t = torch.full((3,), float(rank + 1))
+    if rank in (0, 1):
+        gd.prepare("all_reduce", t, group=group)()
+        if not torch.equal(t, torch.full((3,), 3.0)):
+            problems.append(f"subgroup all_reduce gave {t.tolist()}, want 3s")
+        try:
+            gd.prepare("broadcast", t, 2, group=group)
+            problems.append("prepare accepted src=2, which is not in the group")
+        except ValueError as e:
+            problems += [] if str(e).startswith("src: expected a rank of the group") else [f"message: {e}"]
+    else:
+        try:
+            gd.prepare("all_reduce", t, group=group)
+            problems.append("prepare accepted a group this rank is not in")
+        except ValueError as e:
+            problems += [] if str(e).startswith("group: expected a group this rank belongs to") else [f"{e}"]
+    td.barrier()
+    return problems
+
+
 def _body() -> list[str]:
-    return _prepared_equals_plain() + _mutation_changes_results() + _bad_arguments_fail_at_prepare()
+    return (_prepared_equals_plain() + _mutation_changes_results() + _bad_arguments_fail_at_prepare()
+            + _subgroup())
 
 
 @pytest.mark.parametrize("world_size", [2, 4])

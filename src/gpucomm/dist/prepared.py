@@ -109,6 +109,10 @@ def _membership(name: str, group) -> tuple[str, int, int]:
         raise RuntimeError(f"gpucomm.dist.prepare({name!r}): no process group is initialised; call "
                            f"gpucomm.dist.init() first (or run inside gpucomm.dist.launch)")
     if group is not None:
+        if group is td.GroupMember.NON_GROUP_MEMBER:  # what new_group(ranks) returns to the other ranks
+            raise fail_value("group", "a group this rank belongs to",
+                             f"torch's non-member placeholder (this is rank {td.get_rank()}, which new_group "
+                             f"left out)", "prepare the collective only on the group's ranks")
         if not isinstance(group, td.ProcessGroup):
             raise fail_type("group", "a torch.distributed.ProcessGroup or None", group)
         if td.get_rank() not in td.get_process_group_ranks(group):
