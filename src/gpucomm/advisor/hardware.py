@@ -174,6 +174,13 @@ PROFILES: dict[str, HardwareProfile] = {p.name: p for p in (
          _HOPPER_TF, _DS_H100, 79.25, _USABLE_80, 3350, "3.35 TB/s HBM3 (collective-bench.md §3)",
          NVSWITCH_H, "ib-ndr400x8", gemm=_HOPPER_GEMM,
          attention=_HOPPER_ATTN),
+    _gpu("h100-96gb-nvswitch", "8x H100 96GB HBM2e at 500 W (Meta Grand Teton, where torchtitan's H100 "
+         "benchmarks ran), NVLink 4 + NVSwitch; 400 Gb/s RDMA per GPU between machines",
+         _HOPPER_TF, _DS_H100, 95.25, "usable 95.25 GiB: assumed, 96 GiB less the 0.75 GiB the 80 GB parts lose "
+         "(torchtitan docs/performance.md: 96GB HBM2e)", 2400,
+         "2.4 TB/s HBM2e peak (pytorch/torchtitan docs/performance.md, Grand Teton platform); those GPUs run at "
+         "the default 500 W power limit, not 700 W: lower sustained clocks this profile does not model",
+         NVSWITCH_H, "ib-ndr400x8", gemm=_HOPPER_GEMM, attention=_HOPPER_ATTN),
     _gpu("a100-nvlink3", "8x A100 80GB SXM, NVLink 3 + NVSwitch; 8x IB HDR 200G between machines",
          _A100_TF, _DS_A100, 79.25, _USABLE_80, 2039, _DS_A100, NVSWITCH_A100, "ib-hdr200x8"),
     _gpu("a100-40gb-nvlink3", "8x A100 40GB SXM, NVLink 3 + NVSwitch; 8x IB HDR 200G between machines",

@@ -1,0 +1,103 @@
+"""Issue 11's two cases through ``gpucomm advise --json``, condensed to one line per layout.
+
+Case 1: Llama-3-8B on 8 H100s, global batch 16, sequence 8192; torchtitan's published run (pytorch/torchtitan
+docs/performance.md, Table 1: FSDP, local batch 2, selective activation checkpointing, 5,762 tokens/s/GPU and
+82.4 GiB) ran on Grand Teton H100s with 96 GB HBM2e at 2.4 TB/s and a 500 W power limit, and torchtitan's
+default selective checkpointing is its per-op policy (``ac=op``).  Case 2: Llama-3-70B on 64 A100-80GB,
+FSDP + full checkpointing, 331 tokens/s/GPU (torchtitan's A100 table).
+
+Each command is run in this process through :func:`gpucomm.cli.main`; for case 1 the memory terms of the
+published layout are printed next to torchtitan's measured 82.4 GiB, with the residual.
+
+Usage::
+
+    python benchmarks/advisor_cases.py [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+GiB = 2**30
+_8B = ["advise", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "16", "--json", "--top", "3"]
+_70B = ["advise", "--model", "llama3-70b", "--hardware", "a100-nvlink3", "--nodes", "8", "--gpus", "8",
+        "--global-batch", "64", "--json", "--top", "3"]
+_PUBLISHED_8B = "tp=1,pp=1,cp=1,dp=8,shard=fsdp,mb=2"
+CASES = [
+    ("case 1, the search on 80 GB H100s", [*_8B, "--hardware", "h100-nvswitch"]),
+    ("case 1, the published layout, torchtitan's selective AC (per-op policy) on 80 GB H100s",
+     [*_8B, "--hardware", "h100-nvswitch", "--layout", _PUBLISHED_8B + ",ac=op"]),
+    ("case 1, the published layout on the hardware it ran on (96 GB HBM2e, 2.4 TB/s)",
+     [*_8B, "--hardware", "h100-96gb-nvswitch", "--layout", _PUBLISHED_8B + ",ac=op"]),
+    ("case 1, the published layout with Megatron's selective recompute instead (attention core only)",
+     [*_8B, "--hardware", "h100-nvswitch", "--layout", _PUBLISHED_8B + ",ac=selective"]),
+    ("case 2, the search", _70B),
+    ("case 2, the published layout", [*_70B, "--layout", "tp=1,pp=1,cp=1,dp=64,shard=fsdp,mb=1,ac=full"]),
+]
+PUBLISHED = {"case 1": (5762.0, 82.4), "case 2": (331.0, None)}
+_TERMS = ("params", "grads", "optimizer", "activations", "logits", "buffers", "reserve")
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    from gpucomm.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _line(r: dict, published_tps: float | None) -> str:
+    """One layout; the error only where the layout is the published one (a searched one ran nowhere)."""
+    lo = " ".join(f"{k}={v}" for k, v in r["layout"].items())
+    err = "" if published_tps is None else f" ({r['tokens_per_s_per_gpu'] / published_tps - 1:+.1%} vs published)"
+    return (f"  {lo} | {r['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU{err} | "
+            f"MFU {r['mfu']:.1%} | {r['memory_per_gpu_bytes'] / GiB:.1f} of "
+            f"{r['memory_capacity_bytes'] / GiB:.2f} GiB | fits {r['fits']} | {r['reason']}")
+
+
+def report(argv: list[str]) -> str:
+    lines = ["# issue 11's two cases through gpucomm advise (predictions, condensed from --json)", "",
+             "command: python benchmarks/advisor_cases.py " + " ".join(argv),
+             "hardware: none used (predictions); published: torchtitan docs/performance.md", "",
+             "published case 1: Llama-3.1-8B, 8 H100 (96 GB HBM2e, 2.4 TB/s, 500 W), FSDP, local batch 2, selective",
+             "  AC (torchtitan's default: per-op), 5,762 tokens/s/GPU, 82.4 GiB; with torch.compile 6,667 and 77.0 GiB",
+             "published case 2: Llama-3-70B, 64 A100-80GB, FSDP2, full AC: 331 tokens/s/GPU, 51.7% MFU", ""]
+    for title, cmd in CASES:
+        tps, mem = PUBLISHED[title[:6]]
+        rc, out, err = run_cli(cmd)
+        lines.append(f"{title}:")
+        lines.append(f"command: gpucomm {' '.join(cmd)}")
+        if rc != 0:
+            lines.append(f"  error: {err.strip()}")
+            continue
+        rows = json.loads(out)["advice"]
+        lines += [_line(r, tps if "--layout" in cmd else None) for r in rows]
+        if mem is not None and "--layout" in cmd:
+            r = rows[0]
+            terms = ", ".join(f"{k} {r[f'memory_{k}_bytes'] / GiB:.2f}" for k in _TERMS)
+            total = r["memory_per_gpu_bytes"] / GiB
+            lines.append(f"  memory terms (GiB): {terms}; total {total:.1f} vs {mem} measured: residual "
+                         f"{total - mem:+.1f} GiB ({total / mem - 1:+.0%})")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="also write the report to this file")
+    args = ap.parse_args(argv)
+    text = report(sys.argv[1:] if argv is None else argv)
+    print(text, end="")
+    if args.out:
+        Path(args.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
