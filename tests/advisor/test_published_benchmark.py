@@ -49,8 +49,23 @@ def test_script_runs_on_a_few_rows(tmp_path, capsys):
     assert text == capsys.readouterr().out
     assert "| mlm21-t2-ptdp-174.6b-384g | 106.7 |" in text and "| tt24a-llama3-70b-64g | 331.0 |" in text
     summary = text.strip().splitlines()[-1]
-    assert summary.startswith("summary: 2 rows evaluated of 3") and "called infeasible: 0" in summary
+    summary = [line for line in text.splitlines() if line.startswith("summary:")][0]
+    assert summary.startswith("summary: 2 rows evaluated of 3") and "called infeasible (all rows): 0" in summary
     assert "mlm19-1.2b-1g" in text.split("Not evaluated:")[1]
+
+
+def test_tflops_row_is_evaluated_where_the_source_states_the_sequence_length():
+    row = {**ROWS[2], "family": "Megatron-LM 2019 (Shoeybi et al., arXiv:1909.08053)"}
+    argv, why = pub.command(row)
+    assert why == "" and "seq=1024" in argv[argv.index("--arch") + 1]
+    assert argv[argv.index("--hardware") + 1] == "v100-dgx2h" and argv[argv.index("--gpus") + 1] == "1"
+    assert argv[argv.index("--global-batch") + 1] == "8" and "ac=full" in argv[argv.index("--layout") + 1]
+    name, published, factor = pub.metric(row)
+    # Megatron's Eq. 3 per token: 96 l h^2 (1 + s/6h + V/16lh), l 40, h 1536, s 1024, V 51200
+    assert (name, published) == ("TFLOP/s/GPU", 39)
+    assert factor == pytest.approx(96 * 40 * 1536**2 * (1 + 1024 / (6 * 1536) + 51200 / (16 * 40 * 1536)) / 1e12)
+    res = pub.evaluate([row])[0]
+    assert res["feasible"] and res["metric"] == "TFLOP/s/GPU" and res["error_frac"] > 0
 
 
 def test_unreadable_file_is_a_usage_error(tmp_path, capsys):

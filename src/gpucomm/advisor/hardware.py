@@ -115,6 +115,10 @@ NETWORKS: dict[str, Link] = {
                         source="48 GB/s all_reduce busbw per 400G NIC (GTC24; sjeaugey nccl-tests #119) x 8 NICs; "
                                "DGX H100 8x400G measured 380 GB/s (GTC24). alpha: NCCL tuning.cc network "
                                "per-hop latency, Ring/Simple 14 us (cost-model.md §1.2)"),
+    "ib-edr100x8": Link(name="ib-edr100x8", bandwidth_gbps=8 * 12.0, alpha_us=14.0,
+                        source="derived: half of HDR 200G's 24 GB/s per NIC (EDR signals at half HDR's rate) x 8 "
+                               "NICs: the 100 GB/s per DGX-2H server of Shoeybi et al. 2019 (Megatron-LM, Sec. 5) "
+                               "less the same protocol share; alpha as HDR — calibrate"),
     "ib-hdr200x8": Link(name="ib-hdr200x8", bandwidth_gbps=8 * 24.0, alpha_us=14.0,
                         source="24 GB/s per 200G NIC, NCCL's rule (sjeaugey nccl-tests #119) x 8 NICs; alpha as NDR"),
     "roce-400x8": Link(name="roce-400x8", bandwidth_gbps=8 * 39.0, alpha_us=14.0,
@@ -163,6 +167,11 @@ NVLINK2 = Link(name="nvlink2-cube-mesh", bandwidth_gbps=120.0, alpha_us=0.98,
                source="derived: NVLink 2 = 150 GB/s per direction per V100 (6 links x 25 GB/s, datasheet) x 0.8 "
                       "protocol efficiency as for NVLink 3; alpha assumed as NVLink 4 — calibrate")
 
+NVSWITCH_V100 = Link(name="nvlink2-nvswitch", bandwidth_gbps=120.0, alpha_us=0.98,
+                     source="derived: 300 GB/s between GPUs via NVSwitch (Shoeybi et al. 2019, Sec. 5; both "
+                            "directions, 150 per direction = 6 NVLink 2 links x 25 GB/s) x 0.8 protocol "
+                            "efficiency as for NVLink 3; alpha assumed as NVLink 4 — calibrate")
+
 PROFILES: dict[str, HardwareProfile] = {p.name: p for p in (
     _gpu("h200-nvswitch", "8x H200 SXM, NVLink 4 + NVSwitch; 8x IB NDR 400G between machines",
          _HOPPER_TF, _DS_H200, 150109880320 / GiB, "usable 150,109,880,320 B = 139.8 GiB, the total memory "
@@ -189,6 +198,12 @@ PROFILES: dict[str, HardwareProfile] = {p.name: p for p in (
     _gpu("v100-nvlink2", "8x V100 SXM2 32GB, NVLink 2 hybrid cube-mesh (DGX-1); 4x IB EDR 100G between machines",
          _V100_TF, _V100, 31.75, "usable 31.75 GiB: assumed, 32 GB less the same ~0.25 GiB the 80 GB parts lose",
          900, _V100, NVLINK2, "ib-hdr200x8"),
+    _gpu("v100-dgx2h", "16x V100 SXM3 32GB at 450 W (DGX-2H), NVSwitch; 8x IB EDR 100G between machines",
+         {"fp32": 16.4, "fp16": 130.0}, "130 TFLOP/s fp16: Shoeybi et al. 2019 (Megatron-LM, Sec. 5.1.1) give "
+         "39 TFLOP/s as 30% of the theoretical peak of one DGX-2H GPU; fp32 scaled by the same clock ratio "
+         "from the V100 datasheet's 15.7/125", 31.75,
+         "usable 31.75 GiB: assumed, 32 GB less the same ~0.25 GiB the 80 GB parts lose", 900, _V100,
+         NVSWITCH_V100, "ib-edr100x8", gpus_per_node=16),
     _gpu("pcie-gen5", "8x H100 PCIe 80GB on PCIe Gen5, no NVLink; 8x IB NDR 400G between machines",
          {"fp32": 51.2, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0, "fp8": 1513.0}, _DS_H100P, 79.25, _USABLE_80,
          2000, _DS_H100P, PCIE_GEN5, "ib-ndr400x8", gemm=_HOPPER_GEMM,
