@@ -204,7 +204,7 @@ def report(results: list[dict], path: Path, elapsed: float, argv: list[str] | No
              "command: python benchmarks/advisor_published.py " + " ".join(sys.argv[1:] if argv is None else argv)
              + ("  (rows: ../shared/reference/published-training.jsonl beside the repository, the default)"
                 if path == DEFAULT else ""),
-             "hardware: none used (predictions); published runs on A100/H100 clusters as each row states", "",
+             "hardware: none used (predictions); published runs on A100/H100/V100 clusters as each row states", "",
              "| id | published | predicted | error | fits | layout (searched keys filled in) | MFU | metric |",
              "|---|---:|---:|---:|---|---|---:|---|"]
     evaluated = [r for r in results if r.get("argv")]
