@@ -118,6 +118,19 @@ def test_issue_case_70b_on_64_a100_is_feasible(capsys):
     assert row["fits"] and row["memory_per_gpu_bytes"] < row["memory_capacity_bytes"]
 
 
+def test_issue_case_8b_with_torchtitans_selective_fits_80gb(capsys):
+    # issue 11, case 1: torchtitan's "selective" is its per-op policy (ac=op); Megatron's keeps far more
+    argv = ["advise", "--model", "llama3-8b", "--hardware", "h100-nvswitch", "--gpus", "8", "--global-batch", "16",
+            "--json", "--layout"]
+    assert main([*argv, "tp=1,pp=1,cp=1,dp=8,shard=fsdp,mb=2,ac=op"]) == 0
+    op = json.loads(capsys.readouterr().out)["advice"][0]
+    assert main([*argv, "tp=1,pp=1,cp=1,dp=8,shard=fsdp,mb=2,ac=selective"]) == 0
+    sel = json.loads(capsys.readouterr().out)["advice"][0]
+    assert op["layout"]["ac"] == "op" and op["fits"] and not sel["fits"]
+    assert op["memory_activations_bytes"] < sel["memory_activations_bytes"]
+    assert op["tokens_per_s_per_gpu"] < sel["tokens_per_s_per_gpu"]  # it recomputes a third of the matmuls
+
+
 def test_arch_is_the_same_model_as_the_preset(capsys):
     arch = "layers=80,hidden=8192,heads=64,kv_heads=8,ffn=28672,vocab=128256,seq=8192"
     argv = [a for a in PLAN if a not in ("--model", "llama3-70b")]

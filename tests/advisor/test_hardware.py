@@ -69,3 +69,13 @@ def test_issue_profiles_exist():
                  "pcie-gen4", "pcie-gen5"):
         assert hardware.get(name) is not None
     assert hardware.get("a100-40gb-nvlink3").memory_bytes < hardware.get("a100-nvlink3").memory_bytes
+
+
+def test_published_run_profiles_carry_the_sources_figures():
+    # torchtitan's H100s (docs/performance.md): 96 GB HBM2e at 2.4 TB/s; the 80 GB SXM part: 3.35 TB/s
+    tt = hardware.get("h100-96gb-nvswitch")
+    assert tt.memory_bw_gbps == 2400 and tt.memory_bytes > hardware.get("h100-nvswitch").memory_bytes
+    # Megatron-LM 2019's DGX-2H: 16 GPUs per server, 39 TFLOP/s = 30% of peak -> 130, 100 GB/s per server
+    dgx2h = hardware.get("v100-dgx2h")
+    assert dgx2h.max_gpus_per_node == 16 and dgx2h.peak_flops("fp16") == 130e12
+    assert dgx2h.inter.bandwidth_gbps == 8 * 12.0 and dgx2h.peak_flops("bf16") is None

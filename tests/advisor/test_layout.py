@@ -9,6 +9,8 @@ from gpucomm.advisor.layout import Layout, LayoutError, check, parse_arch, parse
 def test_parse_layout_fixes_given_keys_only():
     assert parse_layout("tp=8,pp=4,shard=fsdp,ac=auto") == {"tp": 8, "pp": 4, "shard": "fsdp"}
     assert parse_layout("") == {}
+    # two "selective" kinds: Megatron's (attention core) keeps its name, torchtitan's per-op policy is "op"
+    assert parse_layout("ac=selective") == {"ac": "selective"} and parse_layout("ac=op") == {"ac": "op"}
 
 
 @pytest.mark.parametrize("text, words", [
@@ -16,7 +18,7 @@ def test_parse_layout_fixes_given_keys_only():
     ("tp=0", ["tp='0'", ">= 1"]),
     ("tp=two", ["tp='two'"]),
     ("shard=zero4", ["zero4", "zero3"]),
-    ("ac=some", ["some", "selective"]),
+    ("ac=some", ["some", "none|selective|op|full|auto"]),
     ("tp", ["key=value"]),
     ("tp=2,tp=4", ["twice"]),
 ])
