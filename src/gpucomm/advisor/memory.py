@@ -13,17 +13,24 @@ derive their ``34 s b h + 5 a s^2 b`` for GPT — ``s`` tokens per GPU after con
 micro-batch, ``h`` hidden, ``kv`` the K/V width (``kv_heads x head_dim``), ``f`` the MLP width, ``a`` heads,
 ``t`` tensor parallel with sequence parallel (every term divides by t).  In units of ``s b h`` bytes:
 
-* both kinds: the two norms' inputs ``2 + 2`` (LayerNorm and RMSNorm backward need their input); the QKV
-  projection's input ``2``; the attention output, input of the output projection and what flash attention
-  keeps for its backward ``2``; the MLP's input ``2``;
-* attention core: Q ``2`` and K ``2 kv / h`` (inputs of ``Q K^T``), V ``2 kv / h``; without flash attention the
-  scores: softmax output ``2 a s / h``, plus, with dropout, its mask ``a s / h`` and output ``2 a s / h``;
-* GPT (``gelu-4h``, trained with dropout as Megatron's GPT is): GeLU input ``2 f / h`` and output ``2 f / h``,
-  two dropout masks ``1 + 1`` — for f = 4h and kv = h exactly Korthikanti's 34 (11 attention + 19 MLP + 4 norms);
-* Llama (``swiglu``, no dropout): the gate ``w1 x`` (SiLU's input) ``2 f / h``, SiLU's output and ``w3 x`` (the
-  product's two inputs) ``2 f / h`` each, the product (``w2``'s input) ``2 f / h``: ``2 + 8 f / h``.  For
-  Llama-3-8B (f = 3.5 h, kv = h / 4): 4 + 7 + 30 = 41.  (torchtitan expands K and V to every head before
-  SDPA (``repeat_kv``), which stores them at full width, ``+ 3`` for 8B; counted at GQA width here.)
+* both kinds, each tensor kept because a backward formula reads it:
+  - the two norms' inputs ``2 + 2``: LayerNorm and RMSNorm backward recompute the normalisation from them;
+  - the QKV projection's input ``2``: the weight gradients of ``W_q``, ``W_k``, ``W_v`` are ``input^T dY``;
+  - Q ``2`` and K ``2 kv / h``: the gradient of each operand of ``Q K^T`` is the other times the incoming one;
+  - V ``2 kv / h``: the gradient of the probabilities in ``A V`` needs V;
+  - the attention output ``2``: the output projection's input (its weight gradient), and what flash
+    attention keeps (with its logsumexp) to recompute the probabilities in backward;
+  - the MLP's input ``2``: the weight gradient of its first matrix (of ``w1`` and ``w3`` for SwiGLU);
+* without flash attention, the scores: softmax output ``2 a s / h`` (softmax backward reads it), plus, with
+  dropout, its mask ``a s / h`` (1 byte) and output ``2 a s / h`` (the input of ``A V``);
+* GPT (``gelu-4h``, trained with dropout as Megatron's GPT is): GeLU's input ``2 f / h`` (its derivative) and
+  output ``2 f / h`` (the second matrix's input), two dropout masks ``1 + 1`` (after attention and after the
+  MLP) — for f = 4h and kv = h exactly Korthikanti's 34 (11 attention + 19 MLP + 4 norms);
+* Llama (``swiglu``, no dropout): the gate ``w1 x`` ``2 f / h`` (SiLU's derivative), SiLU's output and the up
+  projection ``w3 x`` ``2 f / h`` each (the product's gradient w.r.t. each factor is the other), the product
+  ``2 f / h`` (``w2``'s input): ``2 + 8 f / h``.  For Llama-3-8B (f = 3.5 h, kv = h / 4): 4 + 7 + 30 = 41.
+  (torchtitan expands K and V to every head before SDPA, ``repeat_kv``, so without checkpointing it stores
+  them at full width, ``+ 3`` for 8B; counted at the GQA width here, as flash attention's native GQA stores.)
 
 By checkpointing mode:
 
