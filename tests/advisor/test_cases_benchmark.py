@@ -1,4 +1,4 @@
-"""benchmarks/advisor_cases.py: issue 11's two cases, their memory terms and residual against the measurement."""
+"""benchmarks/advisor_cases.py: issue 11's cases, memory terms and the residual against the measurement."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def test_report_runs_every_case_and_states_the_residual(tmp_path, capsys):
     assert text == capsys.readouterr().out
     assert "error:" not in text
     assert text.count("command: gpucomm advise") == len(cases.CASES)
-    # the published 8B layout under torchtitan's per-op policy fits 80 GB; under Megatron's selective it does not
+    # the published 8B layout fits 80 GB under torchtitan's per-op policy, not under Megatron's selective
     op, megatron = text.split("ac=op vpp=1 |")[1], text.split("ac=selective vpp=1 |")[1]
     assert "fits True" in op.splitlines()[0] and "fits False" in megatron.splitlines()[0]
     assert text.count("vs 82.4 measured: residual") == 3

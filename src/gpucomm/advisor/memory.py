@@ -49,8 +49,8 @@ By checkpointing mode:
 A 1F1B pipeline's first stage holds ``min(pp, micro-batches)`` micro-batches in flight; the interleaved
 schedule ``(1 + (pp - 1) / (pp vpp))`` times that (Narayanan et al. SC21, Sec. 2.2).
 
-**Logits**: the last stage keeps the micro-batch's logits and their gradient, ``s b V / t`` elements of 2 bytes
-each (bf16; fused or chunked cross-entropy keeps the fp32 temporaries small).
+**Logits**: the last stage keeps the micro-batch's logits and their gradient, ``s b V / t`` elements of 2
+bytes each (bf16; fused or chunked cross-entropy keeps the fp32 temporaries small).
 
 **Buffers**: fsdp/hsdp gather two layers' weights (the current one and the prefetched next) and one layer's
 gradients before the reduce-scatter; DeepSpeed's zero3 caps live parameters at ``stage3_max_live_parameters``
@@ -104,7 +104,7 @@ class MemoryTerms:
 
 
 def activation_terms(arch: Architecture, ac: str, flash: bool = True, s: float = 0.0) -> dict[str, float]:
-    """One layer's stored activations of ``arch``, tensor by tensor, in bytes per ``s b h`` (module docstring).
+    """One layer's stored activations of ``arch``, tensor by tensor, in bytes per ``s b h`` (module doc).
 
     ``s`` (tokens of one sequence on this GPU) matters only for the score terms, when ``flash`` is False.
     """
