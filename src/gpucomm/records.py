@@ -272,8 +272,9 @@ class AdviceRecord:
     layout: dict[str, Any] = field(default_factory=dict)
     """The parallel layout: ``tp``, ``pp``, ``cp``, ``dp`` (ints; tp×pp×cp×dp = GPUs), ``shard`` ("none",
     "zero1", "zero2", "zero3", "fsdp", "hsdp"), ``mb`` (micro-batch, sequences per model replica), ``ac``
-    (activation checkpointing: "none", "selective", "full"), ``vpp`` (virtual stages per pipeline rank, 1 =
-    plain 1F1B); gradient accumulation is ``global_batch / (dp × mb)``."""
+    (activation checkpointing: "none", "selective" = Megatron's, the attention core recomputed, "op" =
+    torchtitan's per-op policy, every second matmul recomputed, "full"), ``vpp`` (virtual stages per pipeline
+    rank, 1 = plain 1F1B); gradient accumulation is ``global_batch / (dp × mb)``."""
     tokens_per_s_per_gpu: float | None = None
     """tokens_per_s / GPUs: the figure published training runs report (torchtitan's "wps", LLM Foundry's
     "tok/s/GPU")."""
