@@ -32,3 +32,15 @@ def test_megatron_selective_recomputes_attention_only_and_full_costs_most():
     assert sel.compute_s - none.compute_s == pytest.approx(attn_fwd / (p.peak_flops("bf16")
                                                                        * p.attention_efficiency))
     assert none.compute_s < sel.compute_s < op.compute_s < full.compute_s
+
+
+def test_tensor_parallel_collectives_per_layer_by_checkpointing():
+    # with sequence parallel: 4 all-reduce equivalents per layer; full recompute repeats the forward's 2;
+    # torchtitan's op policy keeps the reduce-scatter outputs and repeats the 2 all-gathers (half each)
+    def tp_s(ac):
+        return step_time(models.get("llama3-8b"), Layout(tp=8, mb=2, ac=ac), hardware.get("h100-nvswitch"),
+                         global_batch=2, seq=8192, gpus_per_node=8).tp_s
+
+    base = tp_s("none")
+    assert base > 0 and tp_s("selective") == pytest.approx(base)
+    assert tp_s("op") == pytest.approx(base * 5 / 4) and tp_s("full") == pytest.approx(base * 6 / 4)

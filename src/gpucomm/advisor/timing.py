@@ -25,7 +25,9 @@ checked against; ``gpucomm advise --calibrate`` replaces the compute efficiency 
 
 **Tensor parallel** (exposed: it sits between dependent matrix multiplies): per layer and micro-batch two
 all-reduces of ``tokens x h`` 16-bit activations forward and two backward (with sequence parallel the same
-bytes as all-gather + reduce-scatter), two more forward under full recomputation, on the intra-node link.
+bytes as all-gather + reduce-scatter), two more forward under full recomputation, one more under ``op`` (torchtitan's policy keeps
+the reduce-scatter outputs but recomputes the two sequence-parallel all-gathers: half an all-reduce
+each), on the intra-node link.
 
 **Context parallel** (ring attention): each layer all-gathers K and V over the cp ranks forward and
 reduce-scatters their gradients backward, overlapped with attention compute; only the excess is exposed.
@@ -205,7 +207,8 @@ def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, g
     act = tokens * h * _ACT_BYTES
     tp_mb = 0.0
     if tp > 1:
-        per_layer = (6 if L.ac == "full" else 4) * cost.hierarchical_s("all_reduce", act, tp, 1, intra, None)
+        collectives = {"full": 6, "op": 5}.get(L.ac, 4)  # all-reduce equivalents per layer (docstring)
+        per_layer = collectives * cost.hierarchical_s("all_reduce", act, tp, 1, intra, None)
         tp_mb = per_layer * per_stage
     cp_mb = 0.0
     if L.cp > 1:
