@@ -5,11 +5,13 @@ relative to the repository root; the file is not in the repo) is turned into one
 
 * the model from the row's shape: ``--arch layers=..,hidden=..,heads=..,kv_heads=..,vocab=..,seq=..`` (and
   ``ffn``, ``ffn_kind=swiglu`` for Llama shapes, whose MLP width the row's model name fixes);
-* the hardware from the row's GPU (A100 80 GB -> ``a100-nvlink3``, A100 40 GB -> ``a100-40gb-nvlink3``, H100 ->
-  ``h100-nvswitch``), ``--nodes`` = GPUs / 8, ``--gpus 8``, ``--global-batch`` from the row;
+* the hardware from the row's GPU (A100 80 GB -> ``a100-nvlink3``, A100 40 GB -> ``a100-40gb-nvlink3``,
+  H100 -> ``h100-nvswitch``, Megatron-LM 2019's DGX-2H V100s -> ``v100-dgx2h`` with ``--dtype fp16``),
+  ``--nodes`` = GPUs / GPUs per node (the row's, else 8), ``--global-batch`` from the row;
 * ``--layout`` from what the row states: tp, pp, cp, the sharding (plain DP -> none, DeepSpeed ZeRO-3 ->
   zero3, FSDP FULL_SHARD / FSDP2 -> fsdp, SHARD_GRAD_OP -> zero2), the micro-batch and the activation
-  checkpointing where stated; every key the row leaves open is searched by the advisor;
+  checkpointing where stated ("selective (op)", torchtitan's per-op policy -> ``ac=op``; other "selective"
+  -> Megatron's ``ac=selective``); every key the row leaves open is searched by the advisor;
 * ``--json``: the first row of ``advice`` (the recommendation among layouts matching the fixed keys) gives
   the predicted tokens/s per GPU, compared with the published (reported ``wps``/``tok/s/GPU``, else the
   source file's derived tokens/s/GPU).
