@@ -123,9 +123,9 @@ def _oom_message(plan: PlannedStrategy, config: TrainConfig, exc: BaseException)
         device = plan.devices[0]
         try:
             free, total = torch.cuda.mem_get_info(device)
-            peak = torch.cuda.max_memory_allocated(device)
-            had = (f"{device} has {total / 2**30:.1f} GiB ({free / 2**30:.1f} GiB free now); "
-                   f"the run reached {peak / 2**30:.1f} GiB allocated")
+            had = f"{device} has {total / 2**30:.1f} GiB ({free / 2**30:.1f} GiB free now)"
+            if not plan.process_group:  # the run was in this process: its allocator saw the peak
+                had += f"; the run reached {torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB allocated"
         except (RuntimeError, AssertionError):
             had = f"{device}'s memory could not be read"
         return f"out of GPU memory: {where}; {had}; lower --global-batch or --seq-len, or use more devices"
