@@ -188,3 +188,14 @@ def test_interrupt_keeps_finished_rows_and_writes_the_report(tmp_path, phase, st
     assert [r.strategy for r in rows] == ["single"] and rows[0].status == "ok"
     assert f"interrupted ({sig.name}): 1 finished row kept" in out
     assert (tmp_path / "out" / "report.md").exists()
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_output_fits_the_terminal_and_names_are_whole(tmp_path, capsys, monkeypatch, twins, width):
+    monkeypatch.setenv("COLUMNS", str(width))
+    rc = _train(tmp_path, "--model", "mlp", "--strategies", "single,dp,twin")
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert max(len(line) for line in out.splitlines()) <= width, out
+    for name in ("single", "dp", "twin"):
+        assert any(line.startswith(name) for line in out.splitlines()), out
