@@ -47,6 +47,7 @@ import datetime as _dt
 import gc
 import os
 import platform
+import signal
 import statistics
 import sys
 import time
@@ -292,8 +293,16 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
         lines.append(line)
 
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)  # timeout(1) sends TERM: keep the blocks measured so far
+    status = 0
     try:
         run(args, emit)
+    except KeyboardInterrupt:
+        emit("# interrupted: the blocks above are complete; no summary")
+        status = 130
     finally:
         if args.out is not None and lines:
             args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -302,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if td.is_initialized():
             td.destroy_process_group()
-    return 0
+    return status
 
 
 if __name__ == "__main__":
