@@ -200,6 +200,9 @@ def run_strategy(strategy: Strategy, workload: Workload, config: TrainConfig, *,
                 on_step(s + 1, steps)
         strategy.synchronize()
         window_ms = (time.perf_counter() - window_t0) * 1e3
+        late_comm = strategy.take_comm_ms()  # CUDA events, readable without waiting only now
+        if late_comm is not None:
+            comm = late_comm
         step_ms = [t * 1e3 for t in host_s]  # CPU: the host clock is the step time
         gpu_ms = None
         if clock.enabled:

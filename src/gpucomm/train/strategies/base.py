@@ -166,6 +166,13 @@ class Strategy(abc.ABC):
             phases, self._phases = self._phases, {}
         return phases
 
+    def take_comm_ms(self) -> list[float] | None:
+        """Each step's communication time (ms), one per step since ``prepare``, read after the loop's final
+        synchronize — for strategies whose comm time lives in CUDA events that cannot be read inside a step
+        without waiting for the GPU.  ``None`` (the default) when the strategy reports it per step in
+        ``StepResult.comm_ms`` instead."""
+        return None
+
     def _build_on_first_device(self, workload: Workload) -> nn.Module:
         """The prologue ``single``, ``dp`` and ``ddp`` share: the workload's model on ``devices[0]``.
 
