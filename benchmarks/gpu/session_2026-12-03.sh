@@ -20,7 +20,7 @@ step() { local limit=$1; shift; echo "=== [$(date -u +%T)] $*"; timeout -s INT "
 } > "$R/env.txt" 2>&1
 case $stage in
 A)
-  step 150 python3 -m pytest -q -p no:cacheprovider --timeout=100 -rfEs -m requires_gpus tests > "$R/tests-gpu_h200x1_$D.log" 2>&1
+  step 150 python3 -m pytest -q -p no:cacheprovider -rfEs -m requires_gpus tests > "$R/tests-gpu_h200x1_$D.log" 2>&1
   tail -n 25 "$R/tests-gpu_h200x1_$D.log"
   step 210 python3 benchmarks/train_vs_plain.py --rounds 5 --out "$R/train-vs-plain_h200x1_$D.txt" > "$R/train-vs-plain.log" 2>&1
   cat "$R/train-vs-plain_h200x1_$D.txt"; tail -n 5 "$R/train-vs-plain.log"
