@@ -50,22 +50,43 @@ def test_script_runs_on_a_few_rows(tmp_path, capsys):
     assert "| mlm21-t2-ptdp-174.6b-384g | 106.7 |" in text and "| tt24a-llama3-70b-64g | 331.0 |" in text
     summary = text.strip().splitlines()[-1]
     summary = [line for line in text.splitlines() if line.startswith("summary:")][0]
-    assert summary.startswith("summary: 2 rows evaluated of 3") and "called infeasible (all rows): 0" in summary
+    assert summary.startswith("summary: 2 rows evaluated of 3; the issue's targets over every evaluated row")
+    assert "within 25%: " in summary and "called infeasible: 0" in summary
     assert "mlm19-1.2b-1g" in text.split("Not evaluated:")[1]
 
 
 def test_tflops_row_is_evaluated_where_the_source_states_the_sequence_length():
-    row = {**ROWS[2], "family": "Megatron-LM 2019 (Shoeybi et al., arXiv:1909.08053)"}
+    row = {**ROWS[2], "family": "Megatron-LM 2019 (Shoeybi et al., arXiv:1909.08053)", "source": "arXiv:1909.08053"}
     argv, why = pub.command(row)
     assert why == "" and "seq=1024" in argv[argv.index("--arch") + 1]
     assert argv[argv.index("--hardware") + 1] == "v100-dgx2h" and argv[argv.index("--gpus") + 1] == "1"
     assert argv[argv.index("--global-batch") + 1] == "8" and "ac=full" in argv[argv.index("--layout") + 1]
     name, published, factor = pub.metric(row)
-    # Megatron's Eq. 3 per token: 96 l h^2 (1 + s/6h + V/16lh), l 40, h 1536, s 1024, V 51200
+    # The 2019 rows count 8 N per token: N = 40 (12 * 1536^2 + 13 * 1536) + 51200 * 1536 + 1024 * 1536
+    # + 2 * 1536 = 1,213,479,936 (by hand), 8 N = 9.7079e9; the v1.0 page's 62.4e12 * 1.288 / 8192 = 9.811e9
     assert (name, published) == ("TFLOP/s/GPU", 39)
-    assert factor == pytest.approx(96 * 40 * 1536**2 * (1 + 1024 / (6 * 1536) + 51200 / (16 * 40 * 1536)) / 1e12)
+    assert factor == pytest.approx(8 * 1_213_479_936 / 1e12)
+    assert factor * 1e12 / (62.4e12 * 1.288 / 8192) == pytest.approx(0.9895, abs=1e-3)
+    # Eq. 3 (96 l h^2 (1 + s/6h + V/16lh)) stays the count of other TFLOP/s rows
+    assert pub.flops_per_token({**row, "family": "other"}, 1024)[0] == pytest.approx(
+        96 * 40 * 1536**2 * (1 + 1024 / (6 * 1536) + 51200 / (16 * 40 * 1536)))
+    assert argv[argv.index("--kernels") + 1] == "unfused"
     res = pub.evaluate([row])[0]
     assert res["feasible"] and res["metric"] == "TFLOP/s/GPU" and res["error_frac"] > 0
+
+
+def test_kernels_come_from_the_rows_own_fields():
+    assert pub.kernels({"source": "arXiv:1909.08053", "other_opts": None}) == "unfused"
+    assert pub.kernels({"source": "arXiv:1910.02054 (SC20)", "other_opts": "Megatron-LM (Sept 2019) MP"}) == \
+        "unfused"
+    # SC21's Megatron rows name their fused kernels; a 2021 paper without that note is fused by its date
+    assert pub.kernels({"source": "arXiv:2104.04473 (SC21)", "other_opts": "Megatron fused kernels; PTD-P"}) == \
+        "fused"
+    assert pub.kernels({"source": "arXiv:2104.04473 (SC21)", "other_opts": "ZeRO-3 via DeepSpeed library"}) == \
+        "fused"
+    assert pub.kernels({"source": "arXiv:1909.08053", "other_opts": "flash attention"}) == "fused"
+    assert pub.kernels({"source": "mosaicml/llm-foundry README", "other_opts": None}) == "fused"
+    assert "--kernels" not in pub.command(ROWS[1])[0]
 
 
 def test_unreadable_file_is_a_usage_error(tmp_path, capsys):

@@ -16,6 +16,8 @@ Two modes share the flags:
   ``--layout tp=..,pp=..,cp=..,dp=..,shard=none|zero1|zero2|zero3|fsdp|hsdp,mb=..,ac=none|selective|op|full|auto
   [,vpp=..]`` evaluates exactly that layout; keys left out are searched.  ``--arch layers=..,hidden=..,
   heads=..[,kv_heads=..,ffn=..,ffn_kind=gelu-4h|swiglu,vocab=..,seq=..,tied=0|1]`` describes a model.
+  ``--kernels unfused`` predicts a stack without flash attention and fused elementwise kernels
+  (Megatron-LM 2019's: the ``s x s`` scores in memory, one pass per op); the default is ``fused``.
   ``--json`` prints ``{"advice": [rows, best first]}``; each row has ``layout`` (every key above),
   ``tokens_per_s_per_gpu``, ``step_time_s``, ``memory_per_gpu_bytes`` and each ``memory_*_bytes`` term,
   ``memory_capacity_bytes``, ``fits``, ``mfu`` and ``reason``.
@@ -86,6 +88,8 @@ class AdviseConfig:
     """``--arch`` string (planner)."""
     layout: str | None
     """``--layout`` string (planner)."""
+    kernels: str = "fused"
+    """``--kernels`` (planner): the software stack's kernels, fused or unfused."""
     top: int
     params: int | None
     layers: int | None
@@ -144,6 +148,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                                      "ac=none|selective|op|full|auto[,vpp=..]: keys given are fixed, the rest "
                                      "searched (planner); ac=selective is Megatron's (attention core "
                                      "recomputed), ac=op torchtitan's per-op policy (every second matmul)")
+    wl.add_argument("--kernels", default="fused",
+                    help="planner: the software stack's kernels, fused (default: flash attention, fused "
+                         "norm/bias/GeLU/dropout, sequence parallel) or unfused (Megatron-LM 2019: s x s "
+                         "scores in memory, one kernel per elementwise op)")
     wl.add_argument("--params", type=float, help="parameter count instead of a model name, e.g. 7e9 (no shape: "
                                                  "activations are not counted)")
     wl.add_argument("--layers", type=int, help="a custom GPT of this depth (with --d-model)")
@@ -183,7 +191,8 @@ def config_from_args(args: argparse.Namespace) -> AdviseConfig:
         raise ValueError(f"--params: expected a count >= 1, but got {params}")
     return AdviseConfig(hardware=args.hardware, network=args.network, profile=args.profile,
                         calibrate=list(args.calibrate), save_profile=args.save_profile, gpus=args.gpus,
-                        nodes=args.nodes, model=args.model, arch=args.arch, layout=args.layout, top=args.top,
+                        nodes=args.nodes, model=args.model, arch=args.arch, layout=args.layout,
+                        kernels=getattr(args, "kernels", "fused"), top=args.top,
                         params=None if params is None else int(params),
                         layers=args.layers, d_model=args.d_model,
                         global_batch=args.global_batch, seq_len=args.seq_len, dtype=args.dtype,
@@ -357,6 +366,9 @@ def run(args: argparse.Namespace) -> int:
             return _usage(bad)
     if _planner_mode(cfg):
         return _run_planner(cfg, profile)
+    if cfg.kernels != "fused":
+        return _usage(f"--kernels {cfg.kernels}: the planner's option (--arch, --layout or a planner preset); "
+                      f"drop it for named strategies")
     if cfg.global_batch is None:
         cfg.global_batch = 256
     shape = None
@@ -433,7 +445,7 @@ def _planner_mode(cfg: AdviseConfig) -> bool:
 
 def _planner_job(cfg: AdviseConfig, profile):
     from gpucomm import models
-    from gpucomm.advisor import cost, layout, search
+    from gpucomm.advisor import cost, layout, search, timing
 
     if cfg.arch and cfg.model:
         raise layout.LayoutError("--arch and --model: give one of them")
@@ -443,6 +455,9 @@ def _planner_job(cfg: AdviseConfig, profile):
         arch = models.get(cfg.model)
     else:
         raise layout.LayoutError("--layout needs a model: give --model NAME or --arch layers=..,hidden=..,heads=..")
+    if cfg.kernels not in timing.KERNELS:
+        raise layout.LayoutError(f"--kernels {cfg.kernels!r}: expected one of {'|'.join(timing.KERNELS)}; "
+                                 f"e.g. --kernels unfused for a stack without flash attention")
     precision = cost.PRECISIONS.get(cfg.dtype)
     if precision is None:
         raise layout.LayoutError(f"--dtype {cfg.dtype!r}: expected one of {', '.join(cost.PRECISIONS)}")
@@ -455,7 +470,7 @@ def _planner_job(cfg: AdviseConfig, profile):
     job = search.Job(arch=arch, profile=profile, nodes=cfg.nodes, gpus_per_node=cfg.gpus, global_batch=batch,
                      seq=seq, dtype=precision.compute_dtype, weight_bytes=precision.weight_bytes,
                      grad_bytes=precision.grad_bytes, optimizer_bytes=precision.optimizer_bytes[cfg.optimizer],
-                     efficiency=efficiency)
+                     efficiency=efficiency, kernels=cfg.kernels)
     return job, how
 
 
@@ -501,7 +516,11 @@ def _planner_assumptions(job, how: str) -> list[str]:
     gemm = how or (f"GEMM efficiency {p.gemm_efficiency or timing.GEMM_EFFICIENCY:.2f} of peak "
                    f"({p.sources.get('gemm_efficiency', 'default')})")
     return [gemm + " x a size factor for narrow GEMMs and short micro-batches",
-            f"flash attention at {p.attention_efficiency or timing.ATTENTION_EFFICIENCY:.2f} of peak",
+            (f"flash attention at {p.attention_efficiency or timing.ATTENTION_EFFICIENCY:.2f} of peak, fused "
+             f"elementwise kernels (--kernels fused)" if job.kernels == "fused" else
+             "unfused kernels (--kernels unfused): s x s scores materialised, the whole square computed, one "
+             "memory pass per elementwise op as in Megatron-LM 2019, the loss at "
+             f"{timing.LOSS_BYTES_PER_LOGIT_UNFUSED:.0f} B per logit"),
             f"memory reserve {memory.RESERVE_BYTES / 2**30:.0f} GiB (CUDA context, NCCL, allocator) is assumed",
             f"capacity {p.memory_bytes / 2**30:.2f} GiB per GPU: {p.sources.get('memory_bytes', '')}",
             f"global batch {job.global_batch} x {job.seq} tokens"]

@@ -191,8 +191,8 @@ def memory(arch: Architecture, layout: Layout, *, global_batch: int, seq: int, g
         in_flight *= 1 + (L.pp - 1) / (L.pp * L.vpp)
     per_layer = activation_bytes_per_layer(s, L.mb, arch.hidden, arch.heads, L.tp, L.ac, flash, arch)
     acts = per_stage * per_layer * in_flight
-    if L.ac in ("full", "op"):  # the layer being recomputed holds its full working set
-        acts += activation_bytes_per_layer(s, L.mb, arch.hidden, arch.heads, L.tp, "selective", flash, arch)
+    if L.ac in ("full", "op"):  # the layer being recomputed holds its full working set (scores unless flash)
+        acts += activation_bytes_per_layer(s, L.mb, arch.hidden, arch.heads, L.tp, "none", flash, arch)
     logits = 2 * 2 * s * L.mb * arch.vocab / L.tp
 
     layer = arch.layer_params() / L.tp

@@ -51,6 +51,9 @@ class Job:
     """Bytes per parameter of weights, gradients and optimizer state (mixed-precision Adam: 2, 2, 12)."""
     efficiency: float | None = None
     """A calibrated GEMM efficiency (None: the documented default)."""
+    kernels: str = "fused"
+    """The software stack's kernels: "fused" (flash attention, fused elementwise) or "unfused" (Megatron-LM
+    2019's; :func:`gpucomm.advisor.timing.unfused_layer_bytes`): time, and the scores a recomputed layer holds."""
 
     @property
     def gpus(self) -> int:
@@ -86,7 +89,8 @@ def simplicity(layout: Layout) -> tuple[int, ...]:
 
 def _memory(job: Job, layout: Layout) -> MemoryTerms:
     return memory(job.arch, layout, global_batch=job.global_batch, seq=job.seq, gpus_per_node=job.gpus_per_node,
-                  weight_bytes=job.weight_bytes, grad_bytes=job.grad_bytes, optimizer_bytes=job.optimizer_bytes)
+                  weight_bytes=job.weight_bytes, grad_bytes=job.grad_bytes, optimizer_bytes=job.optimizer_bytes,
+                  flash=job.kernels == "fused")
 
 
 def evaluate(job: Job, layout: Layout) -> Plan:
@@ -100,7 +104,7 @@ def evaluate(job: Job, layout: Layout) -> Plan:
 def _timed(job: Job, plan: Plan) -> Plan:
     t = step_time(job.arch, plan.layout, job.profile, global_batch=job.global_batch, seq=job.seq,
                   gpus_per_node=job.gpus_per_node, efficiency=job.efficiency, dtype=job.dtype,
-                  weight_bytes=job.weight_bytes, grad_bytes=job.grad_bytes)
+                  weight_bytes=job.weight_bytes, grad_bytes=job.grad_bytes, kernels=job.kernels)
     plan.time = t
     plan.tokens_per_s_per_gpu = job.global_batch * job.seq / t.step_s / job.gpus
     peak = job.profile.peak_flops(job.dtype) or float("inf")

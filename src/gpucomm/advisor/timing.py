@@ -23,6 +23,21 @@ checked against; ``gpucomm advise --calibrate`` replaces the compute efficiency 
   (one more pass under full or ``op`` recomputation, which run the memory-bound forward again).  This is why an H100 (989 TFLOP/s over 3.35 TB/s)
   reaches a lower MFU than an A100 (312 over 2.04) on the same model.
 
+**Kernels** (``kernels``, a property of the software stack, default ``"fused"``): everything above assumes
+today's stack — flash attention (the ``s x s`` scores never reach memory, the masked half is skipped),
+fused LayerNorm/bias/GeLU/dropout/residual kernels, sequence parallelism.  ``"unfused"`` is the stack of
+Megatron-LM 2019 (Shoeybi et al., arXiv:1909.08053; ``mpu/transformer.py`` at its September 2019
+commit), which :func:`unfused_layer_bytes` walks op by op: the scores are materialised in 16 bits and each of
+scaling, masking (a multiply and a subtract), softmax and dropout is its own pass over them; bias adds,
+dropouts, residual adds and the head-major copies of Q, K, V and of the context are separate kernels; the
+ops outside the tensor-parallel region run replicated at full width on every TP rank (sequence
+parallelism came in 2022).  Attention's matmuls compute the whole ``s x s`` square (the mask is applied
+after), at the GEMM rate or at the bandwidth their scores move at, whichever is slower (with 96-wide heads
+a V100's ``Q K^T`` moves more bytes per FLOP than its peak/bandwidth ratio allows).  The loss upcasts the
+logits and runs :data:`LOSS_BYTES_PER_LOGIT_UNFUSED` bytes of elementwise passes per logit.  Megatron-LM's
+fused softmax and bias-GeLU kernels landed in September 2020 ("Various speed optimizations", 51a2e6b);
+the SC21 paper's runs use them.
+
 **Tensor parallel** (exposed: it sits between dependent matrix multiplies): per layer and micro-batch two
 all-reduces of ``tokens x h`` 16-bit activations forward and two backward (with sequence parallel the same
 bytes as all-gather + reduce-scatter), two more forward under full recomputation, one more under ``op`` (torchtitan's policy keeps
@@ -63,7 +78,9 @@ from gpucomm.advisor.layout import Layout
 from gpucomm.advisor.memory import activation_terms, shard_size
 from gpucomm.models import Architecture
 
-__all__ = ["ATTENTION_EFFICIENCY", "EW_PASSES", "GEMM_DIM0", "GEMM_EFFICIENCY", "GEMM_TOKENS0", "LOSS_BYTES_PER_LOGIT", "StepTime", "size_factor", "step_time"]
+__all__ = ["ATTENTION_EFFICIENCY", "EW_PASSES", "GEMM_DIM0", "GEMM_EFFICIENCY", "GEMM_TOKENS0", "KERNELS",
+           "LOSS_BYTES_PER_LOGIT", "LOSS_BYTES_PER_LOGIT_UNFUSED", "StepTime", "UnfusedBytes", "size_factor",
+           "step_time", "unfused_layer_bytes"]
 
 GEMM_EFFICIENCY = 0.65
 """Fraction of the dense datasheet peak that large 16-bit GEMMs sustain in training when a profile states
@@ -86,6 +103,13 @@ written (as gradient) backward."""
 LOSS_BYTES_PER_LOGIT = 16.0
 """Softmax cross-entropy over fp32 logits: written (upcast), read for the softmax statistics, the gradient
 written and read by the head's backward — four passes of 4 bytes per logit (vocabulary entry per token)."""
+LOSS_BYTES_PER_LOGIT_UNFUSED = 60.0
+"""Megatron-LM 2019's loss per logit (``pretrain_gpt2.py``: ``output.float()``; ``mpu/cross_entropy.py``):
+forward the fp16 -> fp32 copy (2 + 4 bytes), ``clone`` (4 + 4), ``max`` (4), ``sub_`` (4 + 4), ``exp``
+(4 + 4), ``sum`` (4), ``div_`` (4 + 4) = 46; backward ``mul_`` (4 + 4) and the cast back to fp16 (4 + 2)
+= 14."""
+KERNELS = ("fused", "unfused")
+"""The software stack's kernels (module docstring, **Kernels**)."""
 _ACT_BYTES = 2  # 16-bit activations on the wire (TP, CP, PP)
 
 
@@ -119,6 +143,66 @@ class StepTime:
 def size_factor(h_per_gpu: float, tokens: float) -> float:
     """The default efficiency curve's shape (see :data:`GEMM_DIM0`)."""
     return 1.0 / (1.0 + GEMM_DIM0 / h_per_gpu + GEMM_TOKENS0 / tokens)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UnfusedBytes:
+    """Memory traffic of one layer per token on one GPU in the unfused stack, bytes (reads + writes)."""
+
+    fwd: float
+    """Forward elementwise kernels outside the score chain (full width outside the TP region)."""
+    bwd: float
+    """Their backward."""
+    scores_fwd: float
+    """Forward elementwise passes over the ``s x s`` scores (scale, mask, softmax, dropout)."""
+    scores_bwd: float
+    """Their backward."""
+    scores_gemm_fwd: float
+    """The score bytes attention's two forward matmuls move (``Q K^T`` writes them, ``A V`` reads them)."""
+    scores_gemm_bwd: float
+    """The same for the four backward matmuls (dP written, P read for dV, dS read twice for dQ and dK)."""
+
+
+def unfused_layer_bytes(arch: Architecture, seq: int, tp: int) -> UnfusedBytes:
+    """One layer's memory-bound traffic per token in Megatron-LM 2019's unfused layer, op by op.
+
+    Units: ``h`` = hidden (16-bit elements: 2 bytes each), ``q = h + 2 kv`` the QKV width, ``f`` the MLP
+    width, ``S = 2 (a / tp) s`` bytes = one pass over a token's scores.  Reads + writes per kernel:
+
+    * outside the TP region, full width on every rank: forward two LayerNorms (apex's fused kernel: read
+      x, write y, ``4h`` each), two residual adds (``6h``), with biases the row-parallel layers' bias adds
+      after the all-reduce (``4h`` each), with dropout (GPT) two dropouts (read, write, 1-byte mask:
+      ``5h``) = 38h for GPT; backward two LayerNorms (read dy and x, write dx: ``6h``), two gradient
+      accumulations where the residual branches (``6h``), two bias gradients (``2h``), two dropouts
+      (``5h``) = 38h;
+    * inside the TP region (/ tp): forward the QKV bias add (``4q``), the head-major copies of Q, K, V that
+      ``torch.matmul`` makes of the permuted views (``4q``), the context back to token-major (``4h``), the
+      MLP's first bias add (``4f``) and GeLU (JIT-fused: ``4f``; SwiGLU ``10f``) = 60h for GPT; backward
+      the QKV bias gradient (``2q``), the concatenation of the Q, K, V gradients (``4q``), the context
+      gradient copy (``4h``), the MLP bias gradient (``2f``), GeLU's backward (read dy and x, write dx:
+      ``6f``; SwiGLU ``16f``) = 54h for GPT;
+    * the scores: forward the scaling ``/ sqrt(d)`` (``2S``), the mask as ``x * m - 10000 (1 - m)`` (a
+      multiply and a subtract, ``2S`` each), softmax (``2S``), dropout (``2.5S``) = 10.5S; backward
+      dropout (``2.5S``), softmax (read dy and y, write dx: ``3S``), the mask's multiply (``2S``), the
+      scaling (``2S``) = 9.5S (without dropout 8S and 7S).  The matmuls move ``2S`` forward and ``4S``
+      backward besides.
+
+    Libraries' own names: ``FusedLayerNorm``, ``F.linear`` (3-D input: matmul, then ``+= bias``),
+    ``torch.nn.Softmax``, ``torch.nn.Dropout``; see the module docstring for the commit.
+    """
+    h, f, a = arch.hidden, arch.ffn_hidden, arch.heads
+    q = h + 2 * arch.kv_dim
+    bias, dropout = arch.biases, arch.ffn_kind == "gelu-4h"
+    swiglu = arch.ffn_kind == "swiglu"
+    f_up = 2 * f if swiglu else f
+    fwd_out = 2 * 4 * h + 2 * 6 * h + (2 * 4 * h if bias else 0) + (2 * 5 * h if dropout else 0)
+    bwd_out = 2 * 6 * h + 2 * 6 * h + (2 * 2 * h if bias else 0) + (2 * 5 * h if dropout else 0)
+    fwd_in = (4 * q if bias else 0) + 4 * q + 4 * h + (4 * f_up if bias else 0) + (10 * f if swiglu else 4 * f)
+    bwd_in = (2 * q if bias else 0) + 4 * q + 4 * h + (2 * f_up if bias else 0) + (16 * f if swiglu else 6 * f)
+    S = 2.0 * (a / tp) * seq
+    return UnfusedBytes(fwd=fwd_out + fwd_in / tp, bwd=bwd_out + bwd_in / tp,
+                        scores_fwd=(10.5 if dropout else 8.0) * S, scores_bwd=(9.5 if dropout else 7.0) * S,
+                        scores_gemm_fwd=2 * S, scores_gemm_bwd=4 * S)
 
 
 def _links(profile: HardwareProfile) -> tuple[tuple[float, float], tuple[float, float] | None]:
@@ -166,9 +250,12 @@ def _buckets_s(profile: HardwareProfile, op: str, grads: float, n: int, per_node
 
 def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, global_batch: int, seq: int,
               gpus_per_node: int, efficiency: float | None = None, weight_bytes: int = 2,
-              grad_bytes: int = 2, dtype: str = "bf16") -> StepTime:
+              grad_bytes: int = 2, dtype: str = "bf16", kernels: str = "fused") -> StepTime:
     """Predicted step of ``layout`` (module docstring).  ``efficiency`` overrides the GEMM efficiency
-    (a calibrated value); the size factor still applies."""
+    (a calibrated value); the size factor still applies.  ``kernels``: "fused" (today's stack) or
+    "unfused" (Megatron-LM 2019's, :func:`unfused_layer_bytes`)."""
+    if kernels not in KERNELS:
+        raise ValueError(f"kernels={kernels!r}: expected one of {'|'.join(KERNELS)}")
     L = layout
     peak = profile.peak_flops(dtype)
     if peak is None or not profile.memory_bw_gbps:
@@ -201,7 +288,19 @@ def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, g
         efficiency = profile.gemm_efficiency or GEMM_EFFICIENCY
     eff = efficiency * size_factor(h / tp, tokens)
     attn_eff = profile.attention_efficiency or ATTENTION_EFFICIENCY
-    t_mb = mm / (peak * eff) + attn / (peak * attn_eff) + ew_bytes / (profile.memory_bw_gbps * 1e9)
+    bw = profile.memory_bw_gbps * 1e9
+    if kernels == "fused":
+        t_attn = attn / (peak * attn_eff)
+    else:  # module docstring, **Kernels**: the whole square at the GEMM rate or its score bandwidth
+        u = unfused_layer_bytes(arch, seq, tp)
+        rec_scores = L.ac in ("full", "selective")  # attention's forward runs again
+        ew_layer = u.fwd + u.bwd + u.scores_fwd + u.scores_bwd
+        ew_layer += (u.fwd if L.ac in ("full", "op") else 0.0) + (u.scores_fwd if rec_scores else 0.0)
+        ew_bytes = ew_layer * tokens * per_stage + LOSS_BYTES_PER_LOGIT_UNFUSED * arch.vocab / tp * tokens
+        square = 2.0 * attn  # attn counts the causal half, recomputation included
+        gemm_bytes = (u.scores_gemm_fwd * (2 if rec_scores else 1) + u.scores_gemm_bwd) * tokens * per_stage
+        t_attn = max(square / (peak * eff), gemm_bytes / bw)
+    t_mb = mm / (peak * eff) + t_attn + ew_bytes / bw
 
     intra, _ = _links(profile)
     act = tokens * h * _ACT_BYTES
