@@ -24,6 +24,8 @@ BASE = ["advise", "--hardware", "h200-nvswitch", "--gpus", "8", "--model", "gpt-
     (["advise", "--hardware", "h200-nvswitch", "--model", "mlp", "--strategies", "ddp,horovod"], "--strategies"),
     (["advise", "--hardware", "h200-nvswitch", "--model", "mlp", "--mfu", "1.5"], "--mfu"),
     (["advise", "--profile", "/nonexistent/p.json", "--model", "mlp"], "--profile"),
+    (["advise", "--hardware", "v100-dgx2h", "--model", "gpt3-175b", "--kernels", "cuda"], "--kernels 'cuda'"),
+    (["advise", "--hardware", "h200-nvswitch", "--model", "gpt-124m", "--kernels", "unfused"], "--kernels"),
 ])
 def test_usage_errors_exit_2_with_a_clear_message(argv, match, capsys):
     assert main(argv) == 2
@@ -232,3 +234,16 @@ def test_planner_efficiency_is_calibrated_from_train_records():
     eff, how = _calibrated_efficiency(cal)
     assert eff == pytest.approx(prof.gemm_efficiency / 2, rel=0.02) and "calibrated" in how
     assert _calibrated_efficiency(prof) == (None, "")
+
+
+def test_kernels_unfused_is_slower_and_says_so(capsys):
+    argv = ["advise", "--arch", "layers=40,hidden=1536,heads=16,vocab=51200,seq=1024", "--hardware", "v100-dgx2h",
+            "--gpus", "1", "--global-batch", "8", "--dtype", "fp16", "--layout",
+            "tp=1,pp=1,cp=1,dp=1,shard=none,mb=8,ac=full", "--json", "--top", "1"]
+    assert main(argv) == 0
+    fused = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--kernels", "unfused"]) == 0
+    unfused = json.loads(capsys.readouterr().out)
+    assert unfused["advice"][0]["step_time_s"] > fused["advice"][0]["step_time_s"]
+    assert any("--kernels unfused" in a for a in unfused["assumptions"])
+    assert any("--kernels fused" in a for a in fused["assumptions"])

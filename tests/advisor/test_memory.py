@@ -119,3 +119,13 @@ def test_hsdp_shards_inside_a_machine():
     arch = models.get("llama2-7b")
     m = memory(arch, Layout(dp=32, shard="hsdp", mb=1), global_batch=32, seq=4096, gpus_per_node=8)
     assert m.optimizer == pytest.approx(12 * arch.params() / 8)
+
+
+def test_recomputed_layer_holds_its_scores_without_flash():
+    arch = models.Architecture(name="gpt", layers=40, hidden=1536, heads=16, kv_heads=16, ffn_hidden=6144,
+                               ffn_kind="gelu-4h", vocab=51200, seq=1024, tied_embeddings=True, biases=True)
+    kw = dict(global_batch=8, seq=1024, gpus_per_node=1)
+    flash = memory(arch, Layout(mb=8, ac="full"), **kw)
+    plain = memory(arch, Layout(mb=8, ac="full"), flash=False, **kw)
+    # Korthikanti's 5 a s^2 b bytes (softmax output 2, dropout mask 1, dropout output 2) for the one layer
+    assert plain.activations - flash.activations == 5 * 16 * 1024**2 * 8

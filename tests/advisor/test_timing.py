@@ -44,3 +44,42 @@ def test_tensor_parallel_collectives_per_layer_by_checkpointing():
     base = tp_s("none")
     assert base > 0 and tp_s("selective") == pytest.approx(base)
     assert tp_s("op") == pytest.approx(base * 5 / 4) and tp_s("full") == pytest.approx(base * 6 / 4)
+
+
+def test_unfused_layer_bytes_by_hand_for_megatron_2019_gpt():
+    from gpucomm.advisor.timing import unfused_layer_bytes
+
+    arch = models.Architecture(name="gpt2-1.2b", layers=40, hidden=1536, heads=16, kv_heads=16, ffn_hidden=6144,
+                               ffn_kind="gelu-4h", vocab=51200, seq=1024, tied_embeddings=True,
+                               learned_positions=True, biases=True)
+    h, S = 1536, 2 * 16 * 1024  # one fp16 pass over a token's scores on one GPU
+    u = unfused_layer_bytes(arch, 1024, 1)
+    # forward: outside TP 38h (2 LN 4h, 2 residual 6h, 2 bias 4h, 2 dropout 5h) + inside 60h
+    # (QKV bias 12h, Q/K/V copies 12h, context copy 4h, 4h-bias 16h, GeLU 16h); backward 38h + 54h
+    assert u.fwd == 98 * h and u.bwd == 92 * h
+    assert u.scores_fwd == 10.5 * S and u.scores_bwd == 9.5 * S
+    assert (u.scores_gemm_fwd, u.scores_gemm_bwd) == (2 * S, 4 * S)
+    t8 = unfused_layer_bytes(arch, 1024, 8)  # inside the TP region / 8, outside replicated at full width
+    assert t8.fwd == 38 * h + 60 * h / 8 and t8.scores_fwd == 10.5 * S / 8
+
+
+def test_unfused_kernels_add_the_derived_traffic_to_the_step():
+    arch = models.Architecture(name="gpt2-1.2b", layers=40, hidden=1536, heads=16, kv_heads=16, ffn_hidden=6144,
+                               ffn_kind="gelu-4h", vocab=51200, seq=1024, tied_embeddings=True,
+                               learned_positions=True, biases=True)
+    p = hardware.get("v100-dgx2h")
+    kw = dict(global_batch=8, seq=1024, gpus_per_node=1, dtype="fp16")
+    fused = step_time(arch, Layout(mb=8, ac="full"), p, **kw)
+    unfused = step_time(arch, Layout(mb=8, ac="full"), p, kernels="unfused", **kw)
+    h, S, tokens, layers, bw = 1536, 2 * 16 * 1024, 8 * 1024, 40, 900e9
+    # fused: 3 + 1 (recompute) passes over 34 h stored bytes, 16 B per logit, causal flash attention
+    fused_ew = (4 * 34 * h * layers + 16 * 51200) * tokens / bw
+    fused_attn = 4 * 2 * 1024 * h * tokens * layers / (p.peak_flops("fp16") * 0.60)
+    # unfused: forward twice (recompute), backward once, scores' elementwise passes, the loss at 60 B per logit;
+    # the whole square's matmuls at the GEMM rate (they beat the bandwidth of their 8 S score bytes here)
+    ew = ((2 * 98 * h + 92 * h) + (2 * 10.5 + 9.5) * S) * tokens * layers + 60 * 51200 * tokens
+    square = 4 * 4 * 1024 * h * tokens * layers / (p.peak_flops("fp16") * fused.efficiency)
+    assert square > 8 * S * tokens * layers / bw
+    assert unfused.step_s - fused.step_s == pytest.approx(ew / bw + square - fused_ew - fused_attn)
+    with pytest.raises(ValueError, match="kernels='cuda'"):
+        step_time(arch, Layout(mb=8), p, kernels="cuda", **kw)
