@@ -17,10 +17,13 @@ relative to the repository root; the file is not in the repo) is turned into one
   source file's derived tokens/s/GPU).
 
 Rows that publish TFLOP/s per GPU instead of tokens/s are evaluated where the sequence length is known (the
-row's, or what its source text states: :data:`SOURCE_FACTS`): the predicted tokens/s/GPU times Megatron's
-FLOPs per token (:func:`megatron_flops_per_token`) against the published TFLOP/s, marked ``TFLOP/s/GPU`` in
-the metric column and summarised on their own line (the issue's targets are defined on tokens/s/GPU), then
-with every row together.  Rows that cannot be evaluated (no throughput, no sequence length or shape, a GPU
+row's, or what its source text states: :data:`SOURCE_FACTS`): the predicted tokens/s/GPU times the FLOPs per
+token the source counts in (:func:`flops_per_token`: ``8 N`` for Megatron-LM 2019, as its authors' own 2020
+figures imply; else Megatron's Eq. 3, :func:`megatron_flops_per_token`) against the published TFLOP/s,
+marked ``TFLOP/s/GPU`` in the metric column.  The software stack is the row's too (:func:`kernels`: work
+published before Megatron-LM's fused kernels of September 2020 runs ``--kernels unfused`` unless its
+``other_opts`` name fused kernels or flash attention).  The summary line holds the issue's targets over every
+evaluated row; a line per metric follows.  Rows that cannot be evaluated (no throughput, no sequence length or shape, a GPU
 count the source does not give) are listed with the reason.  The FSDP
 paper's GPT-175B rows give 128-512 GPUs and linear scaling; 128 is used.
 
