@@ -220,6 +220,45 @@ def _layout(d: dict) -> str:
     return " ".join(f"{k}={d[k]}" for k in keys if d.get(k) not in (None, 1, "none") or k == "dp")
 
 
+def ablation(rows: list[dict]) -> list[str]:
+    """The rows whose source states its own FLOPs count or stack (:data:`SOURCE_FACTS`, :func:`kernels`)
+    predicted both ways, each compared in both counts: what each correction moves."""
+    rows = [r for r in rows if _facts(r).get("flops") and command(r)[0] is not None]
+    if not rows:
+        return []
+    out = ["", "Megatron-LM 2019 rows by kernels and FLOPs count (error of predicted vs published TFLOP/s/GPU):", "",
+           "| row | fused, Eq. 3 | fused, 8N | unfused, Eq. 3 | unfused, 8N (used) |", "|---|---:|---:|---:|---:|"]
+    for r in rows:
+        argv = command(r)[0]
+        argv = [a for i, a in enumerate(argv) if a != "--kernels" and (i == 0 or argv[i - 1] != "--kernels")]
+        seq = r.get("seq_len") or _facts(r)["seq_len"]
+        cells = []
+        for k in ("fused", "unfused"):
+            rc, text, err = run_cli(argv + (["--kernels", k] if k != "fused" else []))
+            tps = json.loads(text)["advice"][0]["tokens_per_s_per_gpu"] if rc == 0 else float("nan")
+            for f in (megatron_flops_per_token(r, seq), params_8n_flops_per_token(r, seq)):
+                cells.append(f"{tps * f / 1e12 / published_tflops(r) - 1:+.1%}")
+        out.append(f"| {r['id']} | " + " | ".join(cells) + " |")
+    from gpucomm.advisor.layout import parse_arch
+    from gpucomm.advisor.memory import activation_terms
+    from gpucomm.advisor.timing import EW_PASSES, unfused_layer_bytes
+
+    r = rows[0]
+    for r in rows:
+        if r["gpus_total"] == 1:
+            break
+    seq = r.get("seq_len") or _facts(r)["seq_len"]
+    arch = parse_arch(f"layers={r['layers']},hidden={r['hidden']},heads={r['heads']},vocab={r['vocab']},seq={seq}")
+    u = unfused_layer_bytes(arch, seq, 1)
+    unfused = 2 * u.fwd + u.bwd + 2 * u.scores_fwd + u.scores_bwd  # full recompute: the forward twice
+    scores = 2 * u.scores_fwd + u.scores_bwd
+    fused = (EW_PASSES + 1) * sum(activation_terms(arch, "none").values()) * arch.hidden
+    out.append(f"{r['id']}: memory-bound traffic per token and layer with full recomputation, elementwise only "
+               f"(tp 1): unfused {unfused / 1e6:.2f} MB ({scores / unfused:.0%} of it over the scores), fused "
+               f"{fused / 1e6:.2f} MB")
+    return out
+
+
 SEARCH_405B = ["advise", "--model", "llama3-405b", "--hardware", "h100-nvswitch", "--nodes", "512", "--gpus", "8",
                "--global-batch", "2048", "--json", "--top", "1"]
 
@@ -301,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [r for r in rows if r["id"] in set(args.only)]
     t0 = time.perf_counter()
     text = report(evaluate(rows), path, time.perf_counter() - t0, argv)
+    text += "".join(line + "\n" for line in ablation(rows))
     if not args.only and path == DEFAULT:  # the speed case belongs with the full published check
         text += time_search() + "\n"
     print(text, end="")
