@@ -73,6 +73,12 @@ def test_tflops_row_is_evaluated_where_the_source_states_the_sequence_length():
     assert argv[argv.index("--kernels") + 1] == "unfused"
     res = pub.evaluate([row])[0]
     assert res["feasible"] and res["metric"] == "TFLOP/s/GPU" and res["error_frac"] > 0
+    # the kernels x count table: the row's own prediction is its "unfused, 8N" cell, fused is faster
+    table = pub.ablation([row])
+    cells = next(line for line in table if line.startswith("| mlm19-1.2b-1g |")).strip("| ").split(" | ")[1:]
+    assert cells[3] == f"{res['error_frac']:+.1%}"
+    assert float(cells[0].rstrip("%")) > float(cells[2].rstrip("%")) and float(cells[2].rstrip("%")) > \
+        float(cells[3].rstrip("%"))
 
 
 def test_kernels_come_from_the_rows_own_fields():
