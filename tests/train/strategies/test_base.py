@@ -6,6 +6,7 @@ import time
 import pytest
 import torch
 
+from gpucomm.testing.markers import requires_gpus
 from gpucomm.train.config import TrainConfig
 from gpucomm.train.strategies.base import StepResult, Strategy, pin, split_batch, to_device
 
@@ -101,3 +102,16 @@ def test_pin_leaves_cpu_batches_alone_without_cuda_and_to_device_keeps_structure
         assert pinned[0] is batch[0]
     moved = to_device(pinned, torch.device("cpu"))
     assert isinstance(moved, tuple) and isinstance(moved[1], list) and moved[1][1] == 3
+
+
+@requires_gpus(1)
+def test_peak_memory_reset_works_as_the_first_cuda_call_of_a_process():
+    # Before CUDA's lazy init the caching allocator knows no device ("Invalid device argument" on torch 2.11):
+    # `gpucomm train --strategies single,...` failed so when single was the first strategy of the process.
+    import subprocess
+    import sys
+
+    code = ("import torch; from gpucomm.train.strategies.base import reset_peak_memory, peak_memory; "
+            "d = [torch.device('cuda:0')]; reset_peak_memory(d); print(peak_memory(d))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr

@@ -243,10 +243,17 @@ def synchronize(devices: Sequence[torch.device]) -> None:
 
 
 def reset_peak_memory(devices: Sequence[torch.device]) -> None:
-    """Start peak-memory accounting afresh on each CUDA device."""
-    for d in dict.fromkeys(devices):
-        if d.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(d)
+    """Start peak-memory accounting afresh on each CUDA device.
+
+    CUDA is initialised first: before its lazy initialisation the caching allocator knows no device, and
+    ``reset_peak_memory_stats`` fails with "Invalid device argument" (seen on torch 2.11 when ``single`` is
+    the first thing a process runs on the GPU).
+    """
+    cuda = [d for d in dict.fromkeys(devices) if d.type == "cuda"]
+    if cuda:
+        torch.cuda.init()
+    for d in cuda:
+        torch.cuda.reset_peak_memory_stats(d)
 
 
 def peak_memory(devices: Sequence[torch.device]) -> list[int]:
