@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import torch
@@ -21,7 +22,11 @@ def capture(run: Callable[[], object], devices: Sequence[torch.device]) -> Calla
     Every participant must be on one and the same CUDA device (a repeated device list such as
     ``[cuda:0] * 4``): a CPU participant (or a host result) needs the host to wait, which a graph
     cannot record, and this capture records one device's streams only.  The buffers ``run``
-    touches must stay allocated (and keep their shapes) for as long as the replay is used.
+    touches must stay allocated (and keep their shapes) for as long as the replay is used; the
+    caller's buffers are the caller's to keep, and whatever ``run`` itself holds (a bound kernel's
+    scratch buffer, its argument lists) is kept here, for the lifetime of the returned replay.
+    The warm-up calls really run the collective: buffers it writes in place (an in-place
+    all-reduce) hold its result afterwards, as after any call.
     """
     cpu = [str(d) for d in devices if d.type != "cuda"]
     if cpu:
@@ -44,4 +49,18 @@ def capture(run: Callable[[], object], devices: Sequence[torch.device]) -> Calla
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             run()
+    # The graph records raw device addresses.  A buffer that only ``run`` references (the scratch
+    # buffer a stacked reduction allocates at bind time) would be freed with ``run`` when this
+    # function returns, handed by the caching allocator to the caller's next tensor, and then
+    # overwritten by every replay.  The graph (which the bound ``replay`` holds) keeps ``run``.
+    try:
+        graph.gpucomm_run = run
+    except AttributeError:  # a CUDAGraph class without an instance dict: a partial holds both
+        return functools.partial(_replay, graph, run)
     return graph.replay
+
+
+def _replay(graph, run: Callable[[], object]) -> None:
+    """``graph.replay()``; ``run`` is an argument only so that it lives as long as the replay."""
+    del run
+    graph.replay()
