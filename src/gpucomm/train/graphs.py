@@ -32,9 +32,9 @@ launch, and its host cost no longer grows with the kernel count.
    from the static loss tensor on the device (never synchronised by the step).
 
 **Gradient all-reduce: issued between captured segments, not captured.**  ``replicated`` captures, per
-replica, a forward+backward graph (gradients land in the replica's bucket buffers) and an optimizer
-graph (average the buckets, fused AdamW step, zero the buckets); between them the host calls the
-buckets' *prepared* all-reduces (checked once in ``prepare``, a few microseconds each).  Reasons: a
+replica, a forward+backward graph (gradients land in the replica's flat gradient buffer) and an optimizer
+graph (average the buffer, fused AdamW step, zero it); between them the host calls ONE *prepared*
+all-reduce over the replicas' flat buffers (one per dtype; checked once in ``prepare``).  Reasons: a
 CUDA graph is captured on one device's stream, while the collective spans every replica's device and,
 in the hybrid form, other processes (over gloo it is not even GPU work); the prepared calls keep the
 host cost per bucket small and work for every Communicator.  The price: in graph mode the all-reduce
@@ -395,13 +395,20 @@ class StepGraphs:
             with _on(r.device):
                 r.batch.load(shard, step)
 
-    def replay(self, phase: int) -> None:
-        """Replay phase ``phase`` for every replica (the collective phase calls ``between``)."""
+    def replay(self, phase: int, replica: int | None = None) -> None:
+        """Replay phase ``phase`` for every replica, or for ``replica`` alone (the collective phase calls
+        ``between``, once, whatever ``replica`` says).
+
+        Per replica, so that a caller may time (or, in a benchmark, start from an idle device) each
+        replica's launch on its own; the replicas of a phase must all be replayed before the next phase.
+        """
         graphs = self.graphs[phase]
         if not graphs:
-            self.between()
+            if replica is None or replica == 0:
+                self.between()
             return
-        for r, g in zip(self.replicas, graphs, strict=True):
+        pairs = list(zip(self.replicas, graphs, strict=True))
+        for r, g in (pairs if replica is None else [pairs[replica]]):
             with _on(r.device):
                 g.replay()
 

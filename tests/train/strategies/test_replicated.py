@@ -53,6 +53,43 @@ def test_given_local_communicator_is_used_and_buckets_prepared_once():
     assert run.problems == []
 
 
+def test_graph_mode_reduces_one_flat_buffer_per_step(monkeypatch, single):
+    """With graphs the gradients are one flat buffer per replica and a step runs ONE prepared all-reduce."""
+    from gpucomm.train import graphs
+
+    class _Recorded:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def replay(self):
+            self.fn()
+
+    monkeypatch.setattr(graphs, "capture", lambda fn, **kw: _Recorded(fn))
+    monkeypatch.setattr(graphs, "unavailable", lambda devices: None)
+    prepared, runs = [], []
+
+    class Counting(LocalCommunicator):
+        def prepare(self, op, /, tensors, *args, **kwargs):
+            prepared.append(op)
+            inner = super().prepare(op, tensors, *args, **kwargs)
+            return lambda: (runs.append(op), inner())[1]
+
+    cfg = _cfg(bucket_cap_mb=0.01, first_bucket_mb=0.001)  # small caps: ignored with graphs
+    cfg.graphs = True  # after validation, which refuses graphs on CPU (the capture is replaced above)
+    strategy = ReplicatedStrategy(cfg, cfg.devices, communicator=Counting(cfg.devices))
+    run = run_strategy(strategy, load_workload("gpt-tiny"), cfg)
+    params = list(strategy.replicas[0].parameters())
+    assert len(strategy.buckets) == 1 and sorted(strategy.buckets[0]) == list(range(len(params)))
+    for model, (flat,) in zip(strategy.replicas, strategy._buffers, strict=True):
+        assert all(p.grad.untyped_storage().data_ptr() == flat.untyped_storage().data_ptr()
+                   for p in model.parameters())
+    assert prepared == ["all_reduce"]
+    warmup = graphs.WARMUP_ITERATIONS
+    assert len(runs) == cfg.steps + warmup  # one per step (warm-up steps included) and per capture warm-up
+    assert compare_runs(run, single["gpt-tiny"], 1e-5).equal
+    assert run.problems == []
+
+
 def test_buckets_launch_in_order_from_the_hooks():
     cfg = _cfg(bucket_cap_mb=0.01, first_bucket_mb=0.001, steps=2, warmup_steps=0)
     strategy = ReplicatedStrategy(cfg, cfg.devices, threads=True)

@@ -34,8 +34,12 @@ What it does differently from DataParallel, and why:
   ``parallel_apply``, but the threads are a persistent pool).  Autocast is thread-local, so each
   thread enters it itself.
 * **CUDA graphs** (``--graphs``): each replica's forward+backward and its optimizer step are replayed
-  from graphs and the prepared all-reduces run between them (:mod:`gpucomm.train.graphs` says why);
-  the host then spends a few launches per replica-step instead of one per kernel.
+  from graphs and the prepared all-reduce runs between them (:mod:`gpucomm.train.graphs` says why);
+  the host then spends a few launches per replica-step instead of one per kernel.  With graphs the
+  gradients are **one flat buffer per dtype** per replica (one "bucket" holding every parameter, the
+  ``.grad`` views set before capture), so the step issues ONE prepared all-reduce, not one per 25 MiB
+  bucket: the all-reduce cannot overlap backward in graph mode, so buckets would only multiply launches
+  (on the H200 with 4 replicas, ~20 buckets' eager reduce kernels cost 6 ms of host per replica-step).
 
 Host time by phase (``TrainRecord.host_breakdown_ms``): ``forward`` and ``backward`` per replica
 (summed over replicas; ``backward`` includes the bucket launches its hooks make, which are also shown
@@ -171,8 +175,15 @@ class ReplicatedStrategy(Strategy):
         self._n_total = (self._local.n if self._local else 1) * (self._group.n if self._group else 1)
         self.replicas: list[nn.Module] = [workload.build_model().to(d) for d in self.devices]
         params0 = list(self.replicas[0].parameters())
-        self.buckets = plan_buckets(params0, int(self.config.bucket_cap_mb * MiB),
-                                    int(self.config.first_bucket_mb * MiB))
+        if self.graphs:
+            # Graph mode: the all-reduce runs after the whole backward anyway (between the captured segments),
+            # so buckets buy no overlap; one flat buffer per dtype makes it ONE prepared collective per step
+            # (the bucket cap exceeds the model; plan_buckets still closes a bucket where the dtype changes).
+            whole = sum(p.numel() * p.element_size() for p in params0) + 1
+            self.buckets = plan_buckets(params0, whole, whole)
+        else:
+            self.buckets = plan_buckets(params0, int(self.config.bucket_cap_mb * MiB),
+                                        int(self.config.first_bucket_mb * MiB))
         self._buffers = [self._bucket_buffers(m) for m in self.replicas]
         self._reducers = [self._bucket_reducer(b) for b in range(len(self.buckets))]
         self._streams()
@@ -370,8 +381,9 @@ class ReplicatedStrategy(Strategy):
         g = self._step_graphs
         with self.host_phase("load"):
             g.load(shards, step)
-        with self.host_phase("forward_backward"):
-            g.replay(0)
+        for r in range(len(self.replicas)):  # one phase entry per replica: a timer may start each from idle
+            with self.host_phase("forward_backward"):
+                g.replay(0, replica=r)
         t0 = time.perf_counter()
         with self.host_phase("all_reduce"):
             if self.compute_streams:
@@ -380,8 +392,9 @@ class ReplicatedStrategy(Strategy):
             else:
                 g.replay(1)
         comm_host_s = time.perf_counter() - t0
-        with self.host_phase("optimizer"):
-            g.replay(2)
+        for r in range(len(self.replicas)):
+            with self.host_phase("optimizer"):
+                g.replay(2, replica=r)
         return StepResult(loss=self._mean(g.losses()), comm_ms=None if self.compute_streams else comm_host_s * 1e3)
 
     def _mean(self, losses: list[torch.Tensor]) -> torch.Tensor:
