@@ -61,3 +61,18 @@ def test_binders_decide_once_and_rerun():
     ts[1].zero_()
     g()
     assert torch.equal(out, torch.cat(ts))
+
+
+def test_bound_reduce_stacks_only_while_the_stack_is_small(monkeypatch):
+    # Above STACK_MAX_BYTES the stack's (3n+1) x size bytes lose to the chain's 3(n-1) x size (the
+    # H200's 8 MiB reduce): the binder then allocates no scratch and chains in place, same result.
+    from gpucomm.collectives import ReduceOp
+    from gpucomm.comm import _kernels, _reduce
+
+    ts = [torch.full((64,), float(i + 1)) for i in range(4)]
+    assert _kernels._bind_stacked(ts, ts[0], ReduceOp.SUM) is not None
+    monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", 4 * 64 * 4 - 1)
+    assert _kernels._bind_stacked(ts, ts[0], ReduceOp.SUM) is None
+    run = _kernels.bind_reduce(ts, ts[0], ReduceOp.SUM)
+    run()
+    assert torch.equal(ts[0], torch.full((64,), 10.0))

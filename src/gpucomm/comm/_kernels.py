@@ -29,9 +29,9 @@ from collections.abc import Callable, Sequence
 import torch
 
 from gpucomm.collectives import ReduceOp
-from gpucomm.comm import _broadcast, _copy, _exchange, _nccl, _reductions, _scatter_gather
+from gpucomm.comm import _broadcast, _copy, _exchange, _nccl, _reduce, _reductions, _scatter_gather
 from gpucomm.comm._graph import capture
-from gpucomm.comm._reduce import STACK_MAX_BYTES, check_op_dtype, reduce_stacked
+from gpucomm.comm._reduce import check_op_dtype, reduce_stacked
 
 __all__ = [
     "UNREDUCIBLE",
@@ -183,7 +183,7 @@ def _bind_stacked(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp,
     first = ts[0]
     group = [*ts, out, *(rest or [])]
     if (len(ts) < 2 or any(t.layout != torch.strided for t in group) or not _one_device(group, first)
-            or len(ts) * first.nbytes > STACK_MAX_BYTES
+            or len(ts) * first.nbytes > _reduce.STACK_MAX_BYTES
             or any(t.requires_grad for t in group) and torch.is_grad_enabled()):
         return None
     if rest and _copy.any_overlap(rest, [out]):

@@ -4,9 +4,11 @@ Two strategies, chosen by size:
 
 * **stack**: ``torch.stack`` then one reduction along dim 0 — two kernel launches whatever n is,
   which is what small, launch-bound reductions want (torch.cuda.comm.reduce_add launches n-1 adds).
-  It needs n × size of scratch memory, so it is used up to :data:`STACK_MAX_BYTES`.
-* **chain**: ``r = op(x0, x1); r = op(r, x2); ...`` in place — no scratch beyond the result; the
-  bandwidth cost is about the same (3 passes per input either way).
+  It needs n × size of scratch memory and moves more bytes: (3n + 1) × size (the stack reads and
+  writes every input, the reduction reads the stack and writes the result), so it is used up to
+  :data:`STACK_MAX_BYTES`.
+* **chain**: ``r = op(x0, x1); r = op(r, x2); ...`` in place — no scratch beyond the result, n - 1
+  launches and 3(n - 1) × size bytes, the same kernels and bytes as torch.cuda.comm.reduce_add.
 
 Integer sums keep their dtype (``torch.sum`` would widen int32 to int64).  ``avg`` is defined for
 floating-point and complex dtypes only (on integers it would silently truncate, so
@@ -25,8 +27,15 @@ from gpucomm.collectives import ReduceOp
 
 __all__ = ["STACK_MAX_BYTES", "check_op_dtype", "combine", "reduce_stacked"]
 
-STACK_MAX_BYTES = 32 << 20
-"""Largest n × size (bytes) reduced by stack-then-reduce; above it the in-place chain is used."""
+STACK_MAX_BYTES = 8 << 20
+"""Largest n × size (bytes) reduced by stack-then-reduce; above it the in-place chain is used.
+
+Below it a call is bound by host time (launches), where two kernels beat n - 1; above it by device
+bandwidth, where the stack's extra (3n+1)/(3n-3) bytes cost more than the launches saved.  On one H200
+(4 x cuda:0, 8 MiB each, 32 MiB stacked) the stacked reduce ran 32.6 us against reduce_add's 27.7 us
+(benchmarks/results/communicator-overhead_h200x1_2026-12-03.txt); 2 MiB each (8 MiB stacked) is still
+launch-bound (15.7 us against 27.1 us).
+"""
 
 
 def check_op_dtype(op: ReduceOp, dtype: torch.dtype, fn: str) -> None:
