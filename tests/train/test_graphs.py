@@ -290,9 +290,49 @@ def test_benchmark_bad_flags_are_usage_errors(tmp_path, capsys):
 def test_benchmark_tiny_gpu_form(tmp_path):
     import json
 
-    flags = ["--device", "cuda", *_TINY, "--block-steps", "2", "--out", str(tmp_path), "--hardware", "test"]
-    assert _bench().main(flags) == 0  # 2 steps per block: one host-timed, one GPU-timed
+    flags = ["--device", "cuda", *_TINY, "--block-steps", "3", "--out", str(tmp_path), "--hardware", "test"]
+    assert _bench().main(flags) == 0  # 3 steps per block: host-timed, GPU-timed, launch-timed
     rows = [json.loads(line) for line in (next(tmp_path.glob("train-graphs_test_*.jsonl"))).read_text().splitlines()]
     graphed = [r for r in rows[1:] if r["mode"] == "graphs"]
     assert len(graphed) == 2 and all(r["status"] == "ok" and r["losses_match"] for r in graphed)
-    assert all(r["gpu_ms_per_replica"] > 0 and r["ratio"] > 0 for r in graphed)
+    assert all(r["gpu_ms_per_replica"] > 0 and r["ratio"] > 0 and r["ratio_of"] == "launch" for r in graphed)
+    assert all(r["launch_ms_per_replica"] > 0 for r in graphed)
+
+
+def test_benchmark_launch_timer_subtracts_the_syncs_it_inserts(monkeypatch):
+    """Launch time = the step's clock minus the synchronisations inserted before each (nested) phase."""
+    import contextlib
+    import time
+
+    bench = _bench()
+
+    class Fake:
+        def __init__(self):
+            self.seen = []
+
+        @contextlib.contextmanager
+        def host_phase(self, name):
+            yield
+
+        def take_host_phases(self):
+            return {}
+
+        def step(self, s, batch):
+            with self.host_phase("backward"):
+                time.sleep(0.005)
+                with self.host_phase("all_reduce"):
+                    time.sleep(0.005)
+            with self.host_phase("optimizer"):
+                pass
+            self.seen.append(s)
+            return type("R", (), {"loss": 1.0})()
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: time.sleep(0.05))  # a slow "drain"
+    timer = bench._Timer.__new__(bench._Timer)
+    timer.cuda = False  # no outer syncs; only the inserted per-phase ones (patched above)
+    fake = Fake()
+    launch, loss, phases = timer.launch(fake, 7, None)
+    assert fake.seen == [7] and loss == 1.0
+    assert 10 <= launch < 40  # 3 inserted syncs (150 ms) are not counted; the 10 ms of work is
+    assert 5 <= phases["backward"] < 35 and 5 <= phases["all_reduce"] < 30  # the nested sync is not in backward
+    assert "host_phase" not in vars(fake)  # the class's own phase timer is back
