@@ -1,7 +1,11 @@
 """The collectives of :mod:`gpucomm.dist`: torch.distributed's signatures, our ops, checks that cost nothing.
 
-Each function checks its tensor arguments' types (one ``isinstance``), maps the op (a dict lookup
-after the first call), and issues the torch.distributed call.  Their semantics are described in
+Each function checks its tensor arguments' types (one ``isinstance``), asks whether the opt-in
+debug check is on, maps the op (a dict lookup after the first call), and issues the torch.distributed
+call with positional arguments: torch's collectives sit under a ``*args, **kwargs`` logging
+decorator, so keywords cost a dict per call that positions do not.  Nothing on the common path
+calls another gpucomm function besides the debug flag (each Python call is ~0.1 µs, and the budget
+over raw torch.distributed is 2 µs).  Their semantics are described in
 :mod:`gpucomm.dist`; :mod:`gpucomm.dist.prepared` builds on the helpers here to check once and then
 call torch directly.
 """
@@ -52,6 +56,12 @@ _AVG = object()  # the torch op of ReduceOp.AVG depends on the backend
 _RED_OP_TYPE = type(td.ReduceOp.SUM)  # torch.distributed.ReduceOp.RedOpType
 _OPS: dict[object, object] = {}  # op as the caller passed it -> torch op (or _AVG); parse_op once per key
 _is_tensor = torch.Tensor  # isinstance against a module global: one lookup, not two
+_debug_on = debug.debug_check_enabled  # one global lookup on the hot path, not a module attribute
+_NATIVE_AVG = td.ReduceOp.AVG
+# dtypes op="avg" accepts; a set lookup on tensor.dtype is cheaper than is_floating_point()/is_complex()
+_AVG_DTYPES = frozenset(d for d in (getattr(torch, n, None) for n in (
+    "float16", "bfloat16", "float32", "float64", "complex32", "complex64", "complex128",
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")) if d is not None)
 
 
 def get_rank(group: td.ProcessGroup | None = None) -> int:
@@ -123,11 +133,16 @@ def _torch_op(op: object, tensor: torch.Tensor, group) -> tuple[object, bool]:
         top = _learn_op(op)
     if top is not _AVG:
         return top, False
-    if not (tensor.is_floating_point() or tensor.is_complex()):
+    return _avg_op(tensor, group)
+
+
+def _avg_op(tensor: torch.Tensor, group) -> tuple[object, bool]:
+    """op="avg": torch's AVG on NCCL, else SUM and a division afterwards; integer tensors refused."""
+    if tensor.dtype not in _AVG_DTYPES and not (tensor.is_floating_point() or tensor.is_complex()):
         raise fail_value("op", "a floating-point tensor for op='avg'", f"dtype {tensor.dtype}",
                          "use op='sum' and divide yourself, or cast to a float dtype")
     if _group_info(group)[0] == "nccl":
-        return td.ReduceOp.AVG, False
+        return _NATIVE_AVG, False
     return td.ReduceOp.SUM, True
 
 
@@ -141,30 +156,21 @@ def _finish(work, tensor: torch.Tensor | None, divide: bool, group, async_op: bo
     return None
 
 
-def _check1(name: str, group, arg: str, t) -> None:
-    """The type check and the opt-in debug check of one tensor argument (nothing built on success)."""
-    if not isinstance(t, _is_tensor) and t is not None:
-        check_tensor(t, arg)
-    if debug.debug_check_enabled():
-        debug.verify(name, group, {arg: t})
-
-
-def _check2(name: str, group, arg1: str, t1, arg2: str, t2) -> None:
-    """:func:`_check1` for two tensor arguments: both type checks first, then the debug check."""
-    if not isinstance(t1, _is_tensor) and t1 is not None:
-        check_tensor(t1, arg1)
-    if not isinstance(t2, _is_tensor) and t2 is not None:
-        check_tensor(t2, arg2)
-    if debug.debug_check_enabled():
-        debug.verify(name, group, {arg1: t1, arg2: t2})
-
-
 def all_reduce(tensor: torch.Tensor, op: str | ReduceOp = "sum", group=None, async_op: bool = False):
     """Reduce ``tensor`` across the group in place; every rank gets the result (torch.distributed.all_reduce)."""
-    _check1("all_reduce", group, "tensor", tensor)
-    top, divide = _torch_op(op, tensor, group)
-    work = td.all_reduce(tensor, top, group=group, async_op=async_op)
-    return _finish(work, tensor, divide, group, async_op) if divide else (work if async_op else None)
+    if not isinstance(tensor, _is_tensor) and tensor is not None:
+        check_tensor(tensor, "tensor")
+    if _debug_on():
+        debug.verify("all_reduce", group, {"tensor": tensor})
+    try:
+        top = _OPS[op]
+    except (KeyError, TypeError):  # TypeError: an unhashable op, which parse_op rejects
+        top = _learn_op(op)
+    if top is not _AVG:
+        return td.all_reduce(tensor, top, group, async_op)  # None unless async_op, as ours
+    top, divide = _avg_op(tensor, group)
+    work = td.all_reduce(tensor, top, group, async_op)
+    return _finish(work, tensor, divide, group, async_op)
 
 
 def reduce(tensor: torch.Tensor, dst: int, op: str | ReduceOp = "sum", group=None, async_op: bool = False):
@@ -173,71 +179,111 @@ def reduce(tensor: torch.Tensor, dst: int, op: str | ReduceOp = "sum", group=Non
     .. note:: gloo writes partial results into non-destination buffers, so there a copy is reduced
        instead (one extra memcpy on those ranks).
     """
-    _check1("reduce", group, "tensor", tensor)
-    top, divide = _torch_op(op, tensor, group)
-    is_dst = _group_info(None)[2] == dst  # the global rank, as torch.distributed.get_rank()
-    buf = tensor if is_dst or _group_info(group)[0] == "nccl" else tensor.clone()
-    work = td.reduce(buf, dst, top, group=group, async_op=async_op)
+    if not isinstance(tensor, _is_tensor) and tensor is not None:
+        check_tensor(tensor, "tensor")
+    if _debug_on():
+        debug.verify("reduce", group, {"tensor": tensor})
+    try:
+        top = _OPS[op]
+    except (KeyError, TypeError):
+        top = _learn_op(op)
+    divide = False
+    if top is _AVG:
+        top, divide = _avg_op(tensor, group)
+    info = _group_info(group)
+    if info[0] == "nccl" and not divide:  # NCCL leaves non-destination buffers alone: no copy, as raw
+        return td.reduce(tensor, dst, top, group, async_op)
+    is_dst = (info if group is None else _group_info(None))[2] == dst  # global rank, as torch's dst
+    work = td.reduce(tensor if is_dst or info[0] == "nccl" else tensor.clone(), dst, top, group, async_op)
     return _finish(work, tensor if is_dst else None, divide and is_dst, group, async_op)
 
 
 def broadcast(tensor: torch.Tensor, src: int, group=None, async_op: bool = False):
     """Copy global rank ``src``'s tensor into every rank's ``tensor`` (torch.distributed.broadcast)."""
-    _check1("broadcast", group, "tensor", tensor)
-    return td.broadcast(tensor, src, group=group, async_op=async_op)
+    if not isinstance(tensor, _is_tensor) and tensor is not None:
+        check_tensor(tensor, "tensor")
+    if _debug_on():
+        debug.verify("broadcast", group, {"tensor": tensor})
+    return td.broadcast(tensor, src, group, async_op)
 
 
 def all_gather_into_tensor(output_tensor: torch.Tensor, input_tensor: torch.Tensor, group=None,
                            async_op: bool = False):
     """Concatenate every rank's ``input_tensor`` along dim 0 into ``output_tensor`` on every rank."""
-    _check2("all_gather_into_tensor", group, "output_tensor", output_tensor, "input_tensor", input_tensor)
-    return _all_gather_tensor(output_tensor, input_tensor, group=group, async_op=async_op)
+    if not isinstance(output_tensor, _is_tensor) and output_tensor is not None:
+        check_tensor(output_tensor, "output_tensor")
+    if not isinstance(input_tensor, _is_tensor) and input_tensor is not None:
+        check_tensor(input_tensor, "input_tensor")
+    if _debug_on():
+        debug.verify("all_gather_into_tensor", group, {"output_tensor": output_tensor, "input_tensor": input_tensor})
+    return _all_gather_tensor(output_tensor, input_tensor, group, async_op)
 
 
 def reduce_scatter_tensor(output: torch.Tensor, input: torch.Tensor, op: str | ReduceOp = "sum", group=None,
                           async_op: bool = False):
     """Reduce ``input`` across ranks; rank i's ``output`` gets chunk i (dim 0) of the result."""
-    _check2("reduce_scatter_tensor", group, "output", output, "input", input)
-    top, divide = _torch_op(op, input, group)
-    work = _reduce_scatter_tensor(output, input, top, group=group, async_op=async_op)
-    return _finish(work, output, divide, group, async_op) if divide else (work if async_op else None)
+    if not isinstance(output, _is_tensor) and output is not None:
+        check_tensor(output, "output")
+    if not isinstance(input, _is_tensor) and input is not None:
+        check_tensor(input, "input")
+    if _debug_on():
+        debug.verify("reduce_scatter_tensor", group, {"output": output, "input": input})
+    try:
+        top = _OPS[op]
+    except (KeyError, TypeError):
+        top = _learn_op(op)
+    if top is not _AVG:
+        return _reduce_scatter_tensor(output, input, top, group, async_op)
+    top, divide = _avg_op(input, group)
+    work = _reduce_scatter_tensor(output, input, top, group, async_op)
+    return _finish(work, output, divide, group, async_op)
 
 
 def scatter(tensor: torch.Tensor, scatter_list: list[torch.Tensor] | None = None, src: int = 0, group=None,
             async_op: bool = False):
     """Rank i's ``tensor`` gets ``scatter_list[i]`` of global rank ``src`` (torch.distributed.scatter)."""
-    _check1("scatter", group, "tensor", tensor)
-    return td.scatter(tensor, scatter_list, src, group=group, async_op=async_op)
+    if not isinstance(tensor, _is_tensor) and tensor is not None:
+        check_tensor(tensor, "tensor")
+    if _debug_on():
+        debug.verify("scatter", group, {"tensor": tensor})
+    return td.scatter(tensor, scatter_list, src, group, async_op)
 
 
 def gather(tensor: torch.Tensor, gather_list: list[torch.Tensor] | None = None, dst: int = 0, group=None,
            async_op: bool = False):
     """Global rank ``dst``'s ``gather_list[i]`` gets rank i's ``tensor`` (torch.distributed.gather)."""
-    _check1("gather", group, "tensor", tensor)
-    return td.gather(tensor, gather_list, dst, group=group, async_op=async_op)
+    if not isinstance(tensor, _is_tensor) and tensor is not None:
+        check_tensor(tensor, "tensor")
+    if _debug_on():
+        debug.verify("gather", group, {"tensor": tensor})
+    return td.gather(tensor, gather_list, dst, group, async_op)
 
 
 def all_to_all_single(output: torch.Tensor, input: torch.Tensor, output_split_sizes: list[int] | None = None,
                       input_split_sizes: list[int] | None = None, group=None, async_op: bool = False):
     """Chunk j (dim 0) of rank i's ``input`` lands as chunk i of rank j's ``output``."""
     if output_split_sizes is None and input_split_sizes is None:
-        _check2("all_to_all_single", group, "output", output, "input", input)
-    elif debug.debug_check_enabled():  # uneven splits: shapes may differ by rank, so nothing to compare
+        if not isinstance(output, _is_tensor) and output is not None:
+            check_tensor(output, "output")
+        if not isinstance(input, _is_tensor) and input is not None:
+            check_tensor(input, "input")
+        if _debug_on():
+            debug.verify("all_to_all_single", group, {"output": output, "input": input})
+    elif _debug_on():  # uneven splits: shapes may differ by rank, so nothing to compare
         debug.verify("all_to_all_single", group, {})
-    return td.all_to_all_single(output, input, output_split_sizes, input_split_sizes, group=group,
-                                 async_op=async_op)
+    return td.all_to_all_single(output, input, output_split_sizes, input_split_sizes, group, async_op)
 
 
 def send(tensor: torch.Tensor, dst: int, group=None, tag: int = 0) -> None:
     """Send ``tensor`` to global rank ``dst`` (blocking; torch.distributed.send)."""
     check_tensor(tensor, "tensor")
-    td.send(tensor, dst, group=group, tag=tag)
+    td.send(tensor, dst, group, tag)
 
 
 def recv(tensor: torch.Tensor, src: int | None = None, group=None, tag: int = 0) -> int:
     """Receive into ``tensor`` from global rank ``src`` (any rank when None); returns the sender's rank."""
     check_tensor(tensor, "tensor")
-    return td.recv(tensor, src, group=group, tag=tag)
+    return td.recv(tensor, src, group, tag)
 
 
 class _AllWorks:
@@ -259,7 +305,12 @@ def send_recv(output: torch.Tensor, input: torch.Tensor, group=None, async_op: b
     One ``batch_isend_irecv`` of a send and a receive, so no rank blocks waiting for its peer to
     post first.  In a world of one the output is a copy of the input.
     """
-    _check2("send_recv", group, "output", output, "input", input)
+    if not isinstance(output, _is_tensor) and output is not None:
+        check_tensor(output, "output")
+    if not isinstance(input, _is_tensor) and input is not None:
+        check_tensor(input, "input")
+    if _debug_on():
+        debug.verify("send_recv", group, {"output": output, "input": input})
     _, n, me = _group_info(group)  # cached: size and group rank never change
     if n == 1:
         output.copy_(input)

@@ -36,8 +36,13 @@ what the plain function returns: ``None``, or a work object with ``async_op=True
 checked per call, so a tensor resized or moved after :func:`prepare` is the caller's bug, as a
 freed buffer is in MPI.
 
-For most ops the callable is a :func:`functools.partial` of the torch.distributed function itself, so a
-prepared call costs what the raw call costs.
+For most ops the callable is a :func:`functools.partial` of the torch.distributed function itself
+with positional arguments only, and trailing ``group=None``/``async_op=False`` left out: exactly the
+object a user would build for the raw call ``partial(td.all_reduce, t, td.ReduceOp.SUM)``, so a
+prepared call costs what the raw call costs (a keyword would cost a dict per call, built by the
+partial and again by torch's ``*args, **kwargs`` logging decorator).  ``reduce`` on NCCL reduces the
+caller's tensor in place, as raw torch does (NCCL leaves non-destination buffers alone); only gloo's
+non-destination ranks get a scratch copy.
 """
 
 from __future__ import annotations
@@ -122,6 +127,15 @@ def _membership(name: str, group) -> tuple[str, int, int]:
     return ops._group_info(group)
 
 
+def _torch_call(fn: Callable, *args, group=None, async_op: bool = False) -> Callable:
+    """``partial(fn, *args[, group[, async_op]])``: positional, the default trailing arguments dropped."""
+    if async_op:
+        return functools.partial(fn, *args, group, True)
+    if group is not None:
+        return functools.partial(fn, *args, group)
+    return functools.partial(fn, *args)
+
+
 def _flag(arg: str, value) -> bool:
     if not isinstance(value, bool):
         raise fail_type(arg, "a bool", value)
@@ -150,7 +164,7 @@ def _reduction(c: _Ctx, op, tensor: torch.Tensor) -> tuple[object, bool]:
 def _all_reduce(c: _Ctx, tensor, op, group, async_op):
     c.tensor("tensor", tensor)
     top, divide = _reduction(c, op, tensor)
-    call = functools.partial(td.all_reduce, tensor, top, group=group, async_op=async_op)
+    call = _torch_call(td.all_reduce, tensor, top, group=group, async_op=async_op)
     return _with_divide(call, tensor if divide else None, c.n, async_op), {"tensor": tensor}
 
 
@@ -160,7 +174,7 @@ def _reduce(c: _Ctx, tensor, dst, op, group, async_op):
     top, divide = _reduction(c, op, tensor)
     is_dst = td.get_rank() == dst
     if is_dst or c.backend == "nccl":
-        call = functools.partial(td.reduce, tensor, dst, top, group=group, async_op=async_op)
+        call = _torch_call(td.reduce, tensor, dst, top, group=group, async_op=async_op)
         return _with_divide(call, tensor if divide and is_dst else None, c.n, async_op), {"tensor": tensor}
     scratch = torch.empty_like(tensor)  # gloo writes partial sums into non-destination buffers
 
@@ -174,15 +188,14 @@ def _reduce(c: _Ctx, tensor, dst, op, group, async_op):
 def _broadcast(c: _Ctx, tensor, src, group, async_op):
     c.tensor("tensor", tensor)
     c.rank_arg("src", src)
-    return functools.partial(td.broadcast, tensor, src, group=group, async_op=async_op), {"tensor": tensor}
+    return _torch_call(td.broadcast, tensor, src, group=group, async_op=async_op), {"tensor": tensor}
 
 
 def _all_gather(c: _Ctx, output_tensor, input_tensor, group, async_op):
     c.tensor("output_tensor", output_tensor)
     c.tensor("input_tensor", input_tensor)
     c.rows("output_tensor", output_tensor, input_tensor, "n input_tensors along dim 0")
-    return (functools.partial(ops._all_gather_tensor, output_tensor, input_tensor, group=group,
-                              async_op=async_op),
+    return (_torch_call(ops._all_gather_tensor, output_tensor, input_tensor, group=group, async_op=async_op),
             {"output_tensor": output_tensor, "input_tensor": input_tensor})
 
 
@@ -191,7 +204,7 @@ def _reduce_scatter(c: _Ctx, output, input, op, group, async_op):
     c.tensor("input", input)
     c.rows("input", input, output, "n outputs along dim 0")
     top, divide = _reduction(c, op, input)
-    call = functools.partial(ops._reduce_scatter_tensor, output, input, top, group=group, async_op=async_op)
+    call = _torch_call(ops._reduce_scatter_tensor, output, input, top, group=group, async_op=async_op)
     return _with_divide(call, output if divide else None, c.n, async_op), {"output": output, "input": input}
 
 
@@ -218,14 +231,14 @@ def _scatter(c: _Ctx, tensor, scatter_list, src, group, async_op):
     c.tensor("tensor", tensor)
     c.rank_arg("src", src)
     xs = _tensor_list(c, "scatter_list", scatter_list, tensor, td.get_rank() == src, "src")
-    return functools.partial(td.scatter, tensor, xs, src, group=group, async_op=async_op), {"tensor": tensor}
+    return _torch_call(td.scatter, tensor, xs, src, group=group, async_op=async_op), {"tensor": tensor}
 
 
 def _gather(c: _Ctx, tensor, gather_list, dst, group, async_op):
     c.tensor("tensor", tensor)
     c.rank_arg("dst", dst)
     xs = _tensor_list(c, "gather_list", gather_list, tensor, td.get_rank() == dst, "dst")
-    return functools.partial(td.gather, tensor, xs, dst, group=group, async_op=async_op), {"tensor": tensor}
+    return _torch_call(td.gather, tensor, xs, dst, group=group, async_op=async_op), {"tensor": tensor}
 
 
 def _splits(c: _Ctx, arg: str, sizes, t: torch.Tensor, targ: str) -> list[int] | None:
@@ -253,7 +266,7 @@ def _all_to_all(c: _Ctx, output, input, output_split_sizes, input_split_sizes, g
         raise fail_value("output", f"shape {list(input.shape)} like input (even splits)",
                          f"{list(output.shape)}")
     seen = {"output": output, "input": input} if ins is None and outs is None else {}
-    return (functools.partial(td.all_to_all_single, output, input, outs, ins, group=group, async_op=async_op),
+    return (_torch_call(td.all_to_all_single, output, input, outs, ins, group=group, async_op=async_op),
             seen)
 
 
@@ -263,10 +276,16 @@ def _send_recv(c: _Ctx, output, input, group, async_op):
     if output.shape != input.shape:
         raise fail_value("output", f"shape {list(input.shape)} like input", f"{list(output.shape)}")
     seen = {"output": output, "input": input}
-    if c.n == 1:
+    if c.n == 1:  # a world of one copies; the bound method saves an attribute lookup per call
+        copy_ = output.copy_
+        if async_op:
+            def copy_async():
+                copy_(input)
+                return ops._AllWorks([])
+            return copy_async, seen
+
         def copy():
-            output.copy_(input)
-            return ops._AllWorks([]) if async_op else None
+            copy_(input)  # returns None, as the plain send_recv does (copy_ would return the tensor)
         return copy, seen
     peer = (lambda r: r) if group is None else (lambda r: td.get_global_rank(group, r))
     p2p = [td.P2POp(td.isend, input, peer((c.rank + 1) % c.n), group),
@@ -284,14 +303,14 @@ def _send_recv(c: _Ctx, output, input, group, async_op):
 def _send(c: _Ctx, tensor, dst, group, tag):
     c.tensor("tensor", tensor)
     c.rank_arg("dst", dst)
-    return functools.partial(td.send, tensor, dst, group=group, tag=tag), {}
+    return functools.partial(td.send, tensor, dst, group, tag), {}
 
 
 def _recv(c: _Ctx, tensor, src, group, tag):
     c.tensor("tensor", tensor)
     if src is not None:
         c.rank_arg("src", src)
-    return functools.partial(td.recv, tensor, src, group=group, tag=tag), {}
+    return functools.partial(td.recv, tensor, src, group, tag), {}
 
 
 def _barrier(c: _Ctx, group, async_op, device_ids):
