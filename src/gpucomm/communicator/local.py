@@ -18,6 +18,7 @@ the problem.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Sequence
 
 import torch
@@ -35,6 +36,15 @@ _SCATTER, _GATHER = _spec.get("scatter"), _spec.get("gather")
 
 _TENSOR = torch.Tensor
 _STRIDED = torch.strided
+_TENSOR_TYPES = {torch.Tensor}
+_TENSOR_OR_NONE = {torch.Tensor, type(None)}
+_GET_DEVICE = torch.Tensor.get_device  # an int (-1 on the CPU): cheaper than building a torch.device
+_STORAGE = torch.Tensor.untyped_storage
+_STORAGE_PTR = torch.UntypedStorage.data_ptr
+_SHAPE = operator.attrgetter("shape")
+# torch.cuda.comm's C++ loops (CUDA builds only): the plain broadcast and scatter call them directly.
+_BROADCAST_OUT = getattr(torch._C, "_broadcast_out", None)
+_SCATTER_OUT = getattr(torch._C, "_scatter_out", None)
 
 # A plan: (run, bind, args).  run(*args) does the work now; bind(*args) returns a zero-argument
 # callable that does it again and again (route decided once).
@@ -75,6 +85,13 @@ def _output_shape(name: str, shape: torch.Size, n: int) -> tuple[int, ...]:
     """The spec's ``output_shape(shape, n)`` for collective ``name``, remembered: the same buffers
     come back call after call.  Errors (a shape that does not split) are not cached."""
     return _spec.get(name).output_shape(shape, n)
+
+
+@functools.lru_cache(maxsize=512)
+def _scatter_shape(shape: torch.Size, n: int) -> torch.Size:
+    """Each participant's chunk of a scatter of ``shape`` (n equal pieces of dim 0), remembered;
+    ValueError (not cached) when it does not split."""
+    return torch.Size(_output_shape("scatter", shape, n))
 
 
 def _alike(ts: list[torch.Tensor], shape, dtype: torch.dtype) -> bool:
@@ -118,6 +135,11 @@ class LocalCommunicator(Communicator):
         # With every CUDA device indexed, a tensor that passes _held sits on exactly its device.
         self._usable = all(d.type == "cpu" and d.index is None or d.type == "cuda" and d.index is not None
                            for d in parsed)
+        # Every participant on an indexed GPU: plain broadcast and scatter may then hand the tensors to
+        # torch's C++ loops after the few checks those loops do not make (see _direct).
+        self._direct = (_BROADCAST_OUT is not None and _SCATTER_OUT is not None
+                        and all(d.type == "cuda" and d.index is not None for d in parsed))
+        self._indices = [-1 if d.index is None else d.index for d in parsed]
 
     def __repr__(self) -> str:
         return f"LocalCommunicator(devices={[str(d) for d in self._devices]})"
@@ -153,6 +175,13 @@ class LocalCommunicator(Communicator):
                         for t, d in zip(tensors, self._devices))):  # noqa: B905
             return list(tensors)
         return check_held(self, tensors, arg, optional=True)
+
+    def _on_devices(self, tensors) -> bool:
+        """Whether ``tensors`` is a list (or tuple) of n plain tensors, each on its participant's
+        device: :meth:`_held`'s common case, in C-level passes.  False sends the caller to the full
+        checks (which then name the problem)."""
+        return ((type(tensors) is list or type(tensors) is tuple) and len(tensors) == self._n
+                and set(map(type, tensors)) == _TENSOR_TYPES and list(map(_GET_DEVICE, tensors)) == self._indices)
 
     def _root(self, root: int) -> int:
         if type(root) is int and 0 <= root < self._n:
@@ -274,6 +303,17 @@ class LocalCommunicator(Communicator):
 
     # ----- collectives ------------------------------------------------------------------------------
     def broadcast(self, tensors: Tensors, root: int = 0) -> None:
+        if self._direct and type(root) is int and 0 <= root < self._n and self._on_devices(tensors):
+            outs = list(tensors)
+            src = outs.pop(root)
+            try:
+                # An output in the source's storage (the source itself, a view, an overlap) takes the
+                # planned route, which orders such copies; torch's copy_ would race on some of them.
+                if outs and _STORAGE_PTR(_STORAGE(src)) not in set(map(_STORAGE_PTR, map(_STORAGE, outs))):
+                    _BROADCAST_OUT(src, outs)  # checks every shape before its first copy
+                    return
+            except RuntimeError:
+                pass  # a shape, layout or dtype torch's loop refuses: the plan below names it or handles it
         run, _, args = self._plan_broadcast(tensors, root)
         run(*args)
 
@@ -294,8 +334,28 @@ class LocalCommunicator(Communicator):
         run(*args)
 
     def scatter(self, outputs: Tensors, inputs: OptionalTensors, root: int = 0) -> None:
+        if (self._direct and type(root) is int and 0 <= root < self._n and self._on_devices(outputs)
+                and self._inputs_on_devices(inputs)):
+            src = inputs[root]
+            try:
+                # n equal chunks of dim 0 (torch's loop would accept unequal ones), and no output in
+                # the source's storage (the planned route orders such copies).
+                if (src is not None and set(map(_SHAPE, outputs)) == {_scatter_shape(src.shape, self._n)}
+                        and _STORAGE_PTR(_STORAGE(src)) not in set(map(_STORAGE_PTR, map(_STORAGE, outputs)))):
+                    _SCATTER_OUT(src, outputs, 0, None)  # checks before its first copy
+                    return
+            except (RuntimeError, ValueError):
+                pass  # a shape that does not split, a layout or dtype torch's loop refuses: the plan names it
         run, _, args = self._plan_scatter(outputs, inputs, root)
         run(*args)
+
+    def _inputs_on_devices(self, inputs) -> bool:
+        """:meth:`_on_devices` for a list whose entries may be None (scatter's non-root inputs)."""
+        if self._on_devices(inputs):
+            return True
+        return ((type(inputs) is list or type(inputs) is tuple) and len(inputs) == self._n
+                and set(map(type, inputs)) <= _TENSOR_OR_NONE
+                and all(t is None or t.get_device() == i for t, i in zip(inputs, self._indices)))  # noqa: B905
 
     def gather(self, outputs: OptionalTensors, inputs: Tensors, root: int = 0) -> None:
         run, _, args = self._plan_gather(outputs, inputs, root)
