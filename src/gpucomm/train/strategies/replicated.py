@@ -158,8 +158,8 @@ class ReplicatedStrategy(Strategy):
             notes.append(f"{world} processes x {k} replicas each: buckets summed within each process, "
                          f"all-reduced across processes, copied back")
         if config.graphs:
-            notes.append("CUDA graphs: forward+backward and optimizer replayed per replica; the all-reduce runs "
-                         "between them (not overlapped with backward)")
+            notes.append("CUDA graphs: forward+backward and optimizer replayed per replica; one all-reduce of each "
+                         "replica's flat gradient buffer runs between them (not overlapped with backward)")
         elif not config.replicated_threads:
             notes.append("replicas run one after another (no threads)")
         notes.append("comm = all-reduce GPU time on the first device (overlapped or not)"
