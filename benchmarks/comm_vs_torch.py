@@ -250,17 +250,21 @@ def measure(op: str, size: int, devices: list[torch.device], args) -> Row:
     torch.cuda.synchronize()
     one = time.perf_counter() - t0
     iters = max(3, min(args.iters, int(args.time_per_point / max(one, 1e-6))))
-    # interleave in two halves so that drift on a shared machine hits both sides alike
-    half = max(2, iters // 2)
-    t_theirs = time_call(theirs, rotate, devices, half)
-    t_ours = time_call(ours, rotate, devices, half)
-    t_theirs += time_call(theirs, rotate, devices, half)
-    t_ours += time_call(ours, rotate, devices, half)
+    # interleave in blocks (ABBA order) so that drift on a shared machine hits both sides alike; two
+    # halves were too coarse on the H200 (2026-12-03: scatter 0.90x at 128 B between 1.2x neighbours)
+    block = max(2, iters // 8)  # about iters timed calls per side, in about 8 blocks
+    blocks = max(2, iters // block)
+    t_theirs: list[float] = []
+    t_ours: list[float] = []
+    for b in range(blocks):
+        order = ((theirs, t_theirs), (ours, t_ours)) if b % 2 == 0 else ((ours, t_ours), (theirs, t_theirs))
+        for fn, acc in order:
+            acc += time_call(fn, rotate, devices, block)
     tm, om = statistics.median(t_theirs), statistics.median(t_ours)
     return Row(op=op, size_bytes=size, n=len(devices), devices=",".join(map(str, devices)),
                torch_median_us=round(tm, 2), torch_p99_us=round(p99(t_theirs), 2),
                ours_median_us=round(om, 2), ours_p99_us=round(p99(t_ours), 2), ratio=round(tm / om, 3),
-               iters=2 * half, correct=correct, ours_algbw_GBps=round(size / (om * 1e-6) / 1e9, 3))
+               iters=len(t_ours), correct=correct, ours_algbw_GBps=round(size / (om * 1e-6) / 1e9, 3))
 
 
 # ----- command line ----------------------------------------------------------------------------------
