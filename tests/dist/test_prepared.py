@@ -311,3 +311,33 @@ def test_prepare_is_listed_and_every_name_resolves():
     assert "prepare" in gd.__all__
     for name in gd.PREPARABLE:
         assert callable(getattr(gd, gd.prepared._ALIASES.get(name, name)))
+
+
+def test_a_prepared_call_is_the_raw_partial_with_positional_arguments(world_of_one):
+    """Defaults left out and no keywords: the object a user builds for the raw call, so it costs the same."""
+    import functools
+
+    import torch.distributed as td
+
+    t, whole = torch.ones(4), torch.zeros(4)
+    cases = [(gd.prepare("all_reduce", t), td.all_reduce, (t, td.ReduceOp.SUM)),
+             (gd.prepare("reduce", t, 0, "max"), td.reduce, (t, 0, td.ReduceOp.MAX)),
+             (gd.prepare("broadcast", t, 0), td.broadcast, (t, 0)),
+             (gd.prepare("all_gather", whole, t), gd.ops._all_gather_tensor, (whole, t)),
+             (gd.prepare("all_reduce", t, async_op=True), td.all_reduce, (t, td.ReduceOp.SUM, None, True))]
+    for p, fn, args in cases:
+        assert isinstance(p, functools.partial) and p.func is fn, p
+        assert p.args == args and p.keywords == {}, (p.args, p.keywords)
+    copy = gd.prepare("send_recv", whole, t)
+    assert copy() is None and torch.equal(whole, t)  # a world of one copies, returning None as plain does
+
+
+def test_plain_calls_pass_torch_positional_arguments(world_of_one, monkeypatch):
+    import torch.distributed as td
+
+    seen = []
+    monkeypatch.setattr(td, "all_reduce", lambda *a, **k: seen.append((len(a), k)))
+    monkeypatch.setattr(td, "broadcast", lambda *a, **k: seen.append((len(a), k)))
+    gd.all_reduce(torch.ones(2), "sum")
+    gd.broadcast(torch.ones(2), 0)
+    assert seen == [(4, {}), (4, {})]

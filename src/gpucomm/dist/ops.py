@@ -58,6 +58,7 @@ _OPS: dict[object, object] = {}  # op as the caller passed it -> torch op (or _A
 _is_tensor = torch.Tensor  # isinstance against a module global: one lookup, not two
 _debug_on = debug.debug_check_enabled  # one global lookup on the hot path, not a module attribute
 _NATIVE_AVG = td.ReduceOp.AVG
+_SUM = td.ReduceOp.SUM
 # dtypes op="avg" accepts; a set lookup on tensor.dtype is cheaper than is_floating_point()/is_complex()
 _AVG_DTYPES = frozenset(d for d in (getattr(torch, n, None) for n in (
     "float16", "bfloat16", "float32", "float64", "complex32", "complex64", "complex128",
@@ -133,26 +134,31 @@ def _torch_op(op: object, tensor: torch.Tensor, group) -> tuple[object, bool]:
         top = _learn_op(op)
     if top is not _AVG:
         return top, False
-    return _avg_op(tensor, group)
+    top, divisor = _avg_op(tensor, group)
+    return top, divisor > 0
 
 
-def _avg_op(tensor: torch.Tensor, group) -> tuple[object, bool]:
-    """op="avg": torch's AVG on NCCL, else SUM and a division afterwards; integer tensors refused."""
+def _avg_op(tensor: torch.Tensor, group) -> tuple[object, int]:
+    """op="avg": ``(torch op, divisor)``: torch's AVG and 0 on NCCL, else SUM and the world size.
+
+    Integer tensors are refused.  The divisor comes back with the op so that the caller divides
+    without asking for the group again.
+    """
     if tensor.dtype not in _AVG_DTYPES and not (tensor.is_floating_point() or tensor.is_complex()):
         raise fail_value("op", "a floating-point tensor for op='avg'", f"dtype {tensor.dtype}",
                          "use op='sum' and divide yourself, or cast to a float dtype")
-    if _group_info(group)[0] == "nccl":
-        return _NATIVE_AVG, False
-    return td.ReduceOp.SUM, True
+    backend_name, n, _ = _group_info(group)
+    if backend_name == "nccl":
+        return _NATIVE_AVG, 0
+    return _SUM, n
 
 
-def _finish(work, tensor: torch.Tensor | None, divide: bool, group, async_op: bool):
-    if not divide:
-        return work if async_op else None
+def _divided(work, tensor: torch.Tensor | None, divisor: int, async_op: bool):
+    """The result of a reduction issued with SUM for avg: ``tensor /= divisor`` now, or in ``wait()``."""
     if async_op:
-        return _DivideOnWait(work, tensor, _group_info(group)[1])
+        return _DivideOnWait(work, tensor, divisor)
     if tensor is not None:
-        tensor.div_(_group_info(group)[1])
+        tensor.div_(divisor)
     return None
 
 
@@ -168,9 +174,9 @@ def all_reduce(tensor: torch.Tensor, op: str | ReduceOp = "sum", group=None, asy
         top = _learn_op(op)
     if top is not _AVG:
         return td.all_reduce(tensor, top, group, async_op)  # None unless async_op, as ours
-    top, divide = _avg_op(tensor, group)
+    top, divisor = _avg_op(tensor, group)
     work = td.all_reduce(tensor, top, group, async_op)
-    return _finish(work, tensor, divide, group, async_op)
+    return _divided(work, tensor, divisor, async_op) if divisor else work
 
 
 def reduce(tensor: torch.Tensor, dst: int, op: str | ReduceOp = "sum", group=None, async_op: bool = False):
@@ -187,15 +193,15 @@ def reduce(tensor: torch.Tensor, dst: int, op: str | ReduceOp = "sum", group=Non
         top = _OPS[op]
     except (KeyError, TypeError):
         top = _learn_op(op)
-    divide = False
+    divisor = 0
     if top is _AVG:
-        top, divide = _avg_op(tensor, group)
+        top, divisor = _avg_op(tensor, group)
     info = _group_info(group)
-    if info[0] == "nccl" and not divide:  # NCCL leaves non-destination buffers alone: no copy, as raw
+    if info[0] == "nccl":  # NCCL leaves non-destination buffers alone: no copy, as raw (avg is native)
         return td.reduce(tensor, dst, top, group, async_op)
     is_dst = (info if group is None else _group_info(None))[2] == dst  # global rank, as torch's dst
-    work = td.reduce(tensor if is_dst or info[0] == "nccl" else tensor.clone(), dst, top, group, async_op)
-    return _finish(work, tensor if is_dst else None, divide and is_dst, group, async_op)
+    work = td.reduce(tensor if is_dst else tensor.clone(), dst, top, group, async_op)
+    return _divided(work, tensor if is_dst else None, divisor, async_op) if divisor else work
 
 
 def broadcast(tensor: torch.Tensor, src: int, group=None, async_op: bool = False):
@@ -234,9 +240,9 @@ def reduce_scatter_tensor(output: torch.Tensor, input: torch.Tensor, op: str | R
         top = _learn_op(op)
     if top is not _AVG:
         return _reduce_scatter_tensor(output, input, top, group, async_op)
-    top, divide = _avg_op(input, group)
+    top, divisor = _avg_op(input, group)
     work = _reduce_scatter_tensor(output, input, top, group, async_op)
-    return _finish(work, output, divide, group, async_op)
+    return _divided(work, output, divisor, async_op) if divisor else work
 
 
 def scatter(tensor: torch.Tensor, scatter_list: list[torch.Tensor] | None = None, src: int = 0, group=None,
