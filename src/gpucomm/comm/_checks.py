@@ -37,6 +37,7 @@ _SHAPE = operator.attrgetter("shape")
 _DTYPE = operator.attrgetter("dtype")
 _LAYOUT = operator.attrgetter("layout")
 _DEVICE = operator.attrgetter("device")
+_STRIDED = {torch.strided}
 
 
 def dense_like(ts: Sequence[torch.Tensor], shape: Sequence[int], dtype: torch.dtype,
@@ -46,9 +47,9 @@ def dense_like(ts: Sequence[torch.Tensor], shape: Sequence[int], dtype: torch.dt
     The common case of the shape/dtype/device checks, asked in one C-level pass per attribute; when
     it says no, the callers run their per-tensor checks, which name the culprit.
     """
-    return (set(map(_SHAPE, ts)) == {torch.Size(shape)} and set(map(_DTYPE, ts)) == {dtype}
-            and set(map(_LAYOUT, ts)) == {torch.strided}
-            and (devices is None or list(map(_DEVICE, ts)) == list(devices)))
+    return (set(map(_SHAPE, ts)) == {shape if type(shape) is torch.Size else torch.Size(shape)}
+            and set(map(_DTYPE, ts)) == {dtype} and set(map(_LAYOUT, ts)) == _STRIDED
+            and (devices is None or list(map(_DEVICE, ts)) == (devices if type(devices) is list else list(devices))))
 
 
 def check_device(dev: torch.device, arg: str) -> torch.device:

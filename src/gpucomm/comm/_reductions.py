@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import torch
@@ -49,8 +50,15 @@ def _inputs(tensors: Any, arg: str, *, dense: bool = True) -> list[torch.Tensor]
     return ts
 
 
+_REQUIRES_GRAD = operator.attrgetter("requires_grad")
+_OPS = {o.value: o for o in ReduceOp}
+
+
 def _op(op: Any, dtype: torch.dtype, fn: str) -> ReduceOp:
-    o = parse_op(op, "op")
+    # an exact name or a ReduceOp answered by one lookup; anything else parsed (and refused) in full
+    o = op if type(op) is ReduceOp else _OPS.get(op) if type(op) is str else None
+    if o is None:
+        o = parse_op(op, "op")
     check_op_dtype(o, dtype, fn)
     return o
 
@@ -79,13 +87,14 @@ def _check_out_aliasing(outs: list[torch.Tensor], ts: list[torch.Tensor], arg: s
     before torch noticed, and torch's ``out=`` kernels refuse tensors that require grad only after
     some outputs were written.
     """
-    if torch.is_grad_enabled() and (any(t.requires_grad for t in ts) or any(o.requires_grad for o in outs)):
+    if torch.is_grad_enabled() and (any(map(_REQUIRES_GRAD, ts)) or any(map(_REQUIRES_GRAD, outs))):
         culprit = next((f"{arg}[{i}]", o) for i, o in enumerate(outs) if o.requires_grad) if any(
             o.requires_grad for o in outs) else next((f"tensors[{i}]", t) for i, t in enumerate(ts) if t.requires_grad)
         raise fail_value(culprit[0], "a tensor that does not require grad when out= is given (out= writes "
                          "are not differentiable)", describe(culprit[1]) + " with requires_grad=True",
                          "detach it, run under torch.no_grad(), or omit out= to get new tensors")
-    if not overlap or all(o is t for o, t in zip(outs, ts, strict=True)) or not _copy.any_overlap(outs, ts):
+    # (outs and ts have one length here: check_outputs made it n)
+    if not overlap or all(map(operator.is_, outs, ts)) or not _copy.any_overlap(outs, ts):
         return  # disjoint, or exactly in place (out=tensors): the common cases, without n x n extents
     for i, o in enumerate(outs):
         for j, t in enumerate(ts):
