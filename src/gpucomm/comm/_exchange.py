@@ -74,9 +74,12 @@ def check_all_gather(tensors: Any, dim: Any, out: Any) -> tuple:
     return ts, d, shape, devices, outs
 
 
+_REQUIRES_GRAD = operator.attrgetter("requires_grad")
+
+
 def _no_grad_out(outs: list[torch.Tensor], ts: list[torch.Tensor]) -> None:
     """torch's ``cat(out=)`` refuses tensors that need grad, after writing some outputs: refuse first."""
-    if torch.is_grad_enabled() and (any(t.requires_grad for t in ts) or any(o.requires_grad for o in outs)):
+    if torch.is_grad_enabled() and (any(map(_REQUIRES_GRAD, ts)) or any(map(_REQUIRES_GRAD, outs))):
         arg, t = next(((f"out[{i}]", o) for i, o in enumerate(outs) if o.requires_grad), None) or next(
             (f"tensors[{i}]", t) for i, t in enumerate(ts) if t.requires_grad)
         raise fail_value(arg, "a tensor that does not require grad when out= is given (out= writes are not "
