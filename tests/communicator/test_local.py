@@ -252,3 +252,9 @@ def test_plain_scatter_direct_route_checks_equal_chunks_itself(monkeypatch):
     assert calls == ["scatter"]
     with pytest.raises(TypeError, match=r"inputs\[2\]"):
         comm.scatter(outs, [torch.arange(6.0), None, None], 2)
+
+
+def test_shared_body_passes_on_the_direct_route(monkeypatch):
+    comm, calls = _direct(monkeypatch)
+    check_ranks([check_collectives(comm, False)])
+    assert "broadcast" in calls and "scatter" in calls  # the body went through the direct route
