@@ -339,8 +339,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     n = args.nproc or (2 if args.backend == "gloo" else 1)
     args.sizes = sizes(args.min_bytes, args.max_bytes, args.factor)
-    args.command = ("PYTHONPATH=src " if os.environ.get("PYTHONPATH") else "") + "python " + " ".join(shlex.quote(a) for a in (sys.argv if argv is None else
-                                                                 ["benchmarks/dist_call_overhead.py", *argv]))
+    pythonpath = os.environ.get("PYTHONPATH")  # which gpucomm was measured (src, or an older tree)
+    args.command = ((f"PYTHONPATH={shlex.quote(pythonpath)} " if pythonpath else "") + "python "
+                    + " ".join(shlex.quote(a) for a in (sys.argv if argv is None
+                                                        else ["benchmarks/dist_call_overhead.py", *argv])))
     os.makedirs(args.out, exist_ok=True)
     date = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
     args.path = os.path.join(args.out, f"dist-call-overhead_{_hardware(args.backend, n)}_{date}.txt")
