@@ -31,12 +31,9 @@ def _gpucomm_comm(lib, a: Args) -> Invocation:
                       {"out": [list(t.chunk(a.n)) for t in a.outputs]})
 
 
-def _torch_distributed(td, a: Args) -> Invocation:
-    return Invocation("all_to_all_single", td.all_to_all_single, (a.outputs[0], a.inputs[0]))
-
-
-def _gpucomm_dist(gd, a: Args) -> Invocation:
-    return Invocation("all_to_all_single", gd.all_to_all_single, (a.outputs[0], a.inputs[0]))
+def _distributed(lib, a: Args) -> Invocation:
+    # torch.distributed and gpucomm.dist take the same arguments: one call serves both libraries
+    return Invocation("all_to_all_single", lib.all_to_all_single, (a.outputs[0], a.inputs[0]))
 
 
 def _communicator(comm, a: Args) -> Invocation:
@@ -48,7 +45,7 @@ ROW = Collective(
     input_buffer=FULL, output_buffer=FULL, count_unit=CHUNK_COUNT, steps=lambda n: n - 1,
     placements=(OUT_OF_PLACE,), summary="participant j holds chunk j of every input, in participant order",
     buffers=_buffers, expected=_expected,
-    calls=Calls(gpucomm_comm=_gpucomm_comm, torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist,
+    calls=Calls(gpucomm_comm=_gpucomm_comm, torch_distributed=_distributed, gpucomm_dist=_distributed,
                 communicator=_communicator,
                 unavailable={"torch_cuda_comm": "torch.cuda.comm has no all_to_all"}),
 )

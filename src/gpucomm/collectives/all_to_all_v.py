@@ -54,15 +54,10 @@ def _gpucomm_comm(lib, a: Args) -> Invocation:
     return Invocation("all_to_all_v", lib.all_to_all_v, (list(a.inputs), _splits(a)), {"out": list(a.outputs)})
 
 
-def _torch_distributed(td, a: Args) -> Invocation:
+def _distributed(lib, a: Args) -> Invocation:
+    # torch.distributed and gpucomm.dist take the same arguments: one call serves both libraries
     s = _splits(a)
-    return Invocation("all_to_all_single", td.all_to_all_single,
-                      (a.outputs[0], a.inputs[0], [row[a.rank] for row in s], s[a.rank]))
-
-
-def _gpucomm_dist(gd, a: Args) -> Invocation:
-    s = _splits(a)
-    return Invocation("all_to_all_single", gd.all_to_all_single,
+    return Invocation("all_to_all_single", lib.all_to_all_single,
                       (a.outputs[0], a.inputs[0], [row[a.rank] for row in s], s[a.rank]))
 
 
@@ -71,7 +66,7 @@ ROW = Collective(
     input_buffer=FULL, output_buffer=FULL, count_unit=CHUNK_COUNT, steps=lambda n: n - 1,
     placements=(OUT_OF_PLACE,), summary="participant j holds, in participant order, the piece each sent it",
     buffers=_buffers, expected=_expected,
-    calls=Calls(gpucomm_comm=_gpucomm_comm, torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist,
+    calls=Calls(gpucomm_comm=_gpucomm_comm, torch_distributed=_distributed, gpucomm_dist=_distributed,
                 unavailable={"torch_cuda_comm": "torch.cuda.comm has no all_to_all",
                              "communicator": "the Communicator has no uneven all_to_all (its all_to_all is even)"}),
 )

@@ -29,12 +29,9 @@ def _gpucomm_comm(lib, a: Args) -> Invocation:
     return Invocation("broadcast", lib.broadcast, (a.inputs[a.root],), {"out": list(a.outputs)})
 
 
-def _torch_distributed(td, a: Args) -> Invocation:
-    return Invocation("broadcast", td.broadcast, (a.outputs[0],), {"src": a.root})
-
-
-def _gpucomm_dist(gd, a: Args) -> Invocation:
-    return Invocation("broadcast", gd.broadcast, (a.outputs[0],), {"src": a.root})
+def _distributed(lib, a: Args) -> Invocation:
+    # torch.distributed and gpucomm.dist take the same arguments: one call serves both libraries
+    return Invocation("broadcast", lib.broadcast, (a.outputs[0],), {"src": a.root})
 
 
 def _communicator(comm, a: Args) -> Invocation:
@@ -47,5 +44,5 @@ ROW = Collective(
     summary="every participant holds a full copy of the root's tensor",
     buffers=_buffers, expected=_expected,
     calls=Calls(torch_cuda_comm=_torch_cuda_comm, gpucomm_comm=_gpucomm_comm,
-                torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist, communicator=_communicator),
+                torch_distributed=_distributed, gpucomm_dist=_distributed, communicator=_communicator),
 )

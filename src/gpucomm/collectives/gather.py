@@ -39,12 +39,9 @@ def _slots(a: Args):
     return list(a.outputs[0].chunk(a.n)) if a.rank == a.root else None
 
 
-def _torch_distributed(td, a: Args) -> Invocation:
-    return Invocation("gather", td.gather, (a.inputs[0], _slots(a)), {"dst": a.root})
-
-
-def _gpucomm_dist(gd, a: Args) -> Invocation:
-    return Invocation("gather", gd.gather, (a.inputs[0], _slots(a)), {"dst": a.root})
+def _distributed(lib, a: Args) -> Invocation:
+    # torch.distributed and gpucomm.dist take the same arguments: one call serves both libraries
+    return Invocation("gather", lib.gather, (a.inputs[0], _slots(a)), {"dst": a.root})
 
 
 def _communicator(comm, a: Args) -> Invocation:
@@ -57,5 +54,5 @@ ROW = Collective(
     placements=(OUT_OF_PLACE,), summary="the root holds all inputs concatenated in participant order",
     buffers=_buffers, expected=_expected,
     calls=Calls(torch_cuda_comm=_torch_cuda_comm, gpucomm_comm=_gpucomm_comm,
-                torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist, communicator=_communicator),
+                torch_distributed=_distributed, gpucomm_dist=_distributed, communicator=_communicator),
 )

@@ -39,12 +39,9 @@ def _chunks(a: Args):
     return list(a.inputs[0].chunk(a.n)) if a.rank == a.root else None
 
 
-def _torch_distributed(td, a: Args) -> Invocation:
-    return Invocation("scatter", td.scatter, (a.outputs[0], _chunks(a)), {"src": a.root})
-
-
-def _gpucomm_dist(gd, a: Args) -> Invocation:
-    return Invocation("scatter", gd.scatter, (a.outputs[0], _chunks(a)), {"src": a.root})
+def _distributed(lib, a: Args) -> Invocation:
+    # torch.distributed and gpucomm.dist take the same arguments: one call serves both libraries
+    return Invocation("scatter", lib.scatter, (a.outputs[0], _chunks(a)), {"src": a.root})
 
 
 def _communicator(comm, a: Args) -> Invocation:
@@ -57,5 +54,5 @@ ROW = Collective(
     placements=(OUT_OF_PLACE,), summary="participant i holds chunk i of the root's tensor",
     buffers=_buffers, expected=_expected,
     calls=Calls(torch_cuda_comm=_torch_cuda_comm, gpucomm_comm=_gpucomm_comm,
-                torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist, communicator=_communicator),
+                torch_distributed=_distributed, gpucomm_dist=_distributed, communicator=_communicator),
 )
