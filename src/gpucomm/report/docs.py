@@ -334,6 +334,86 @@ def _render_ratio_summary(path: Path, options: dict[str, str]) -> str:
                      [False, True, *([True] * len(ratio_cols))])
 
 
+def _render_communicator_overhead(path: Path, options: dict[str, str]) -> str:
+    """``benchmarks/communicator_overhead.py`` .jsonl: per op, the plain and prepared ratios to torch.cuda.comm
+    (minimum and median over sizes), the host µs a plain call adds over torch, and the prepared cells below 0.97."""
+    by_op: dict[str, list[dict]] = defaultdict(list)
+    for r in _jsonl(path):
+        if r.get("kind") == "row":
+            by_op[r["op"]].append(r)
+    rows = []
+    for op, rs in by_op.items():
+        rs.sort(key=lambda r: r["size_bytes"])
+        added = [r["plain_us"] - r["torch_us"] for r in rs]
+        worst = max(range(len(rs)), key=lambda i: added[i])
+        plain = [r["plain_ratio"] for r in rs]
+        prepared = [r["prepared_ratio"] for r in rs]
+        below = [f"{fmt_bytes(r['size_bytes'])}: {r['prepared_ratio']:.3f}" for r in rs if r["prepared_ratio"] < 0.97]
+        over = [fmt_bytes(r["size_bytes"]) for r, a in zip(rs, added, strict=True) if a > 2]
+        rows.append([op, str(len(rs)), f"{min(plain):.3f} / {statistics.median(plain):.3f}",
+                     f"{min(prepared):.3f} / {statistics.median(prepared):.3f}", ", ".join(below) or "none",
+                     f"{statistics.median(added):+.2f}", f"{added[worst]:+.2f} at {fmt_bytes(rs[worst]['size_bytes'])}",
+                     f"{len(over)} ({', '.join(over)})" if over else "0"])
+    return _md_table(["op", "sizes", "plain ratio min / median", "prepared ratio min / median",
+                      "prepared below 0.97", "plain − torch µs, median", "plain − torch µs, most",
+                      "sizes where plain adds > 2 µs"],
+                     rows, [False, True, True, True, False, True, True, False])
+
+
+def _render_dist_call_overhead(path: Path, options: dict[str, str]) -> str:
+    """``benchmarks/dist_call_overhead.py`` .txt: per op, the host µs a plain call adds (median, most), the lowest
+    prepared/raw ratio (device and host time), the prepared cells below 0.97; then the file's summary lines."""
+    headers, table = _md_rows(path)
+    col = {h: i for i, h in enumerate(headers)}
+    by_op: dict[str, list[list[str]]] = defaultdict(list)
+    for r in table:
+        by_op[r[col["op"]]].append(r)
+
+    def low(rs: list[list[str]], name: str) -> str:
+        r = min(rs, key=lambda r: float(r[col[name]]))
+        return f"{r[col[name]]} at {r[col['size']]}"
+
+    rows = []
+    for op, rs in by_op.items():
+        added = [float(r[col["plain +µs"]]) for r in rs]
+        most = max(rs, key=lambda r: float(r[col["plain +µs"]]))
+        below = [f"{r[col['size']]}: {r[col['prepared/raw dev']]}" for r in rs if float(r[col["prepared/raw dev"]]) < 0.97]
+        rows.append([op, str(len(rs)), f"{statistics.median(added):+.2f}", f"{most[col['plain +µs']]} at {most[col['size']]}",
+                     low(rs, "plain/raw dev"), low(rs, "prepared/raw dev"), low(rs, "prepared/raw"),
+                     ", ".join(below) or "none"])
+    out = _md_table(["op", "sizes", "plain +µs, median", "plain +µs, most", "lowest plain/raw (device)",
+                     "lowest prepared/raw (device)", "lowest prepared/raw (host)", "prepared/raw (device) below 0.97"],
+                    rows, [False, True, True, True, True, True, True, False])
+    lines = path.read_text(encoding="utf-8").splitlines()
+    last = max(i for i, line in enumerate(lines) if line.startswith("|"))
+    notes = [f"- {line.lstrip('# ').strip()}" for line in lines[last + 1:] if line.startswith("#")]
+    return out + ("\n\nThe file's own summary lines:\n\n" + "\n".join(notes) if notes else "")
+
+
+def _render_bench_forms(path: Path, options: dict[str, str]) -> str:
+    """``benchmarks/bench_forms.py`` summary (``forms-summary.txt`` in a bench directory): per backend, form, op
+    and placement, the median and lowest ratio to the baseline's plain call and the sizes below 0.97
+    [backend=name]."""
+    source = path / "forms-summary.txt" if path.is_dir() else path
+    rows = []
+    for line in source.read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if not parts or line.startswith("#") or parts[0] == "backend":
+            continue
+        backend, form, op, placement, sizes, median, low, *below = parts
+        if options.get("backend") not in (None, backend):
+            continue
+        cells = []
+        for cell in below:
+            if cell == "-":
+                continue
+            size, ratio = cell.split(":")
+            cells.append(f"{fmt_bytes(int(size.rstrip('B')))}: {ratio}")
+        rows.append([backend, form, op, placement, sizes, median, low, ", ".join(cells) or "none"])
+    return _md_table(["backend", "form", "op", "placement", "sizes", "median ratio", "lowest ratio",
+                      "sizes below 0.97"], rows, [False, False, False, False, True, True, True, False])
+
+
 def _render_md_table(path: Path, options: dict[str, str]) -> str:
     """The first Markdown table of a results file, as it is (optionally only ``cols=0,1,4``: 0-based columns)."""
     headers, rows = _md_rows(path)
@@ -376,6 +456,10 @@ RENDERERS: dict[str, tuple[Callable[[Path, dict[str, str]], str], str]] = {
     "bench-pairs": (_render_bench_pairs, "gpucomm bench directory: speedup per op and backend pair [ops=a,b]"),
     "train": (_render_train, "gpucomm train directory: one row per strategy"),
     "ratio-summary": (_render_ratio_summary, ".md results table: per first column, the range of each ratio"),
+    "communicator-overhead": (_render_communicator_overhead,
+                              "benchmarks/communicator_overhead.py .jsonl: plain/prepared vs torch per op"),
+    "dist-call-overhead": (_render_dist_call_overhead, "benchmarks/dist_call_overhead.py .txt: +µs and ratios per op"),
+    "bench-forms": (_render_bench_forms, "bench directory's forms-summary.txt: ratio per form [backend=name]"),
     "md-table": (_render_md_table, ".md results file: its first table as is [cols=0,1,4]"),
     "before-after": (_render_before_after, "interleaved before/after text tables: medians and the change"),
 }
