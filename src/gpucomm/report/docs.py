@@ -450,6 +450,94 @@ def _render_before_after(path: Path, options: dict[str, str]) -> str:
                      rows, [False, True, True, True])
 
 
+def _render_train_vs_plain(path: Path, options: dict[str, str]) -> str:
+    """``benchmarks/train_vs_plain.py`` output: per side, medians over rounds, and the summary ratios to plain."""
+    rounds: dict[str, list[list[str]]] = defaultdict(list)
+    ratios: dict[str, tuple[str, str]] = {}
+    header: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if not parts or line.startswith("#"):
+            continue
+        if parts[0] == "round":
+            header = parts
+        elif header and len(parts) == len(header) and parts[0].isdigit():
+            rounds[parts[1]].append(parts)
+        elif m := re.match(r"(\w+)/plain time ([\d.]+x).*?memory ([\d.]+x)", line):
+            ratios[m.group(1)] = (m.group(2), m.group(3))
+
+    def med(rows: list[list[str]], col: str) -> str:
+        values = [float(r[header.index(col)]) for r in rows if r[header.index(col)] != "-"]
+        return fmt_float(statistics.median(values), 3) if values else "—"
+
+    out = [[side, str(len(rs)), med(rs, "mean_ms"), med(rs, "median_ms"), med(rs, "host_ms"), med(rs, "gpu_ms"),
+            med(rs, "peak_GiB"), *ratios.get(side, ("1 (the baseline)", "1 (the baseline)"))]
+           for side, rs in rounds.items()]
+    return _md_table(["side", "rounds", "window mean (ms)", "per-step median (ms)", "host (ms)", "GPU (ms)",
+                      "peak (GiB)", "time vs plain", "memory vs plain"], out,
+                     [False, True, True, True, True, True, True, True, True])
+
+
+def _render_train_graphs(path: Path, options: dict[str, str]) -> str:
+    """``benchmarks/train_graphs.py`` .jsonl: per form and mode, host, launch and GPU time per replica-step."""
+    rows = []
+    for r in _jsonl(path):
+        if "form" not in r:
+            continue
+        if r.get("status") != "ok":
+            rows.append([r["form"], r["mode"], *(["—"] * 5), f"{r['status']}: {r.get('reason', '')}"])
+            continue
+        launch = r.get("launch_ms_per_replica")
+        gpu = r.get("gpu_ms_per_replica")
+        rows.append([r["form"], r["mode"], fmt_float(r["host_ms_per_replica"], 3),
+                     "—" if launch is None else fmt_float(launch, 3), "—" if gpu is None else fmt_float(gpu, 2),
+                     "—" if launch is None or not gpu else f"{launch / gpu:.4f}",
+                     "—" if r.get("host_ratio") is None else f"{r['host_ratio']:.4f}",
+                     "equal" if r.get("losses_match") else "DIFFER"])
+    return _md_table(["form", "mode", "host (ms)", "launch (ms)", "GPU (ms)", "launch / GPU", "host / GPU", "losses"],
+                     rows, [False, False, True, True, True, True, True, False])
+
+
+def _render_train_host(path: Path, options: dict[str, str]) -> str:
+    """A ``gpucomm train`` result directory: per strategy, step and GPU time, host time per step and per device."""
+    from gpucomm.records import load
+
+    rows = []
+    for r in load(path).train:
+        equal = "—" if r.equal_to_single is None else ("yes" if r.equal_to_single else "NO")
+        host_gpu = (f"{r.host_ms_per_device / r.gpu_ms_median:.3f}"
+                    if r.host_ms_per_device is not None and r.gpu_ms_median else "—")
+        rows.append([r.strategy, f"{r.devices[0]} × {len(r.devices)}" if len(r.devices) > 1 else r.devices[0],
+                     fmt_float(r.step_ms_median, 1), fmt_float(r.gpu_ms_median, 1), fmt_float(r.host_ms_median, 1),
+                     fmt_float(r.host_ms_per_device, 1), host_gpu, equal])
+    return _md_table(["strategy", "devices", "step median (ms)", "GPU (ms)", "host (ms)", "host per device (ms)",
+                      "host per device / GPU", "equal to single"],
+                     rows, [False, False, True, True, True, True, True, False])
+
+
+def _render_advisor_published(path: Path, options: dict[str, str]) -> str:
+    """``benchmarks/advisor_published.py`` output: its Markdown tables as they are, each table's caption line,
+    and the summary lines."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out: list[str] = []
+    prev = ""
+    for i, line in enumerate(lines):
+        nxt = next((x for x in lines[i + 1:] if x.strip()), "")
+        if line.startswith("|"):
+            kind, text = "table", line
+        elif line.strip().startswith(("summary:", "of which")):
+            kind, text = "summary", f"- {line.strip()}"
+        elif line.strip().endswith(":") and nxt.startswith("|"):
+            kind, text = "caption", line.strip()
+        else:
+            continue
+        if out and (kind != prev or kind == "caption"):
+            out.append("")
+        out.append(text)
+        prev = kind
+    return "\n".join(out)
+
+
 RENDERERS: dict[str, tuple[Callable[[Path, dict[str, str]], str], str]] = {
     "ceilings": (_render_ceilings, "benchmarks/ceilings.py .jsonl: GB/s per copy kind"),
     "comm-vs-torch": (_render_comm_vs_torch, "benchmarks/comm_vs_torch.py .jsonl: per-op ratio summary"),
@@ -462,6 +550,10 @@ RENDERERS: dict[str, tuple[Callable[[Path, dict[str, str]], str], str]] = {
     "bench-forms": (_render_bench_forms, "bench directory's forms-summary.txt: ratio per form [backend=name]"),
     "md-table": (_render_md_table, ".md results file: its first table as is [cols=0,1,4]"),
     "before-after": (_render_before_after, "interleaved before/after text tables: medians and the change"),
+    "train-vs-plain": (_render_train_vs_plain, "benchmarks/train_vs_plain.py .txt: medians per side, ratios to plain"),
+    "train-graphs": (_render_train_graphs, "benchmarks/train_graphs.py .jsonl: host, launch, GPU per replica-step"),
+    "train-host": (_render_train_host, "gpucomm train directory: step, GPU and host time per strategy"),
+    "advisor-published": (_render_advisor_published, "benchmarks/advisor_published.py .txt: tables, summary"),
 }
 """Block kind → (renderer, what it reads)."""
 
