@@ -7,6 +7,7 @@
 #   C: gpucomm bench (plain, prepared and graph forms) up to 64 MiB; benchmarks/advisor_dataparallel.py calibrated
 #      from stage B's train records (when present)
 #   D, E: the second pass after the first pass's fixes (tests and overheads; train graphs, train, bench forms)
+#   F: a third pass of the GPU tests and gpucomm.comm's two overhead benchmarks after the last host-path cuts
 # Everything lands in $OUT/<stage>.tar.gz (the device tool returns at most 8 files) plus a log per stage.
 # NCCL_NVLS_ENABLE and the other multicast switches are left as the machine sets them.
 set -uo pipefail
@@ -67,6 +68,14 @@ E)  # second pass: train graphs, a train run with host cost, bench with its form
   tail -n 12 "$R/advisor-dataparallel_h200x1_$D.txt"
   step 200 python3 -m gpucomm bench -e 8M --out "$R/bench-forms_h200x1_$D" > "$R/bench.log" 2>&1
   tail -n 5 "$R/bench.log"; python3 benchmarks/bench_forms.py --records "$R/bench-forms_h200x1_$D" 2>&1 | tail -n 30
+  ;;
+F)  # third pass, gpucomm.comm only, after the last host-path cuts: GPU tests, then both comm overhead benchmarks
+  step 110 python3 -m pytest -q -p no:cacheprovider -rfEs -m requires_gpus tests > "$R/tests-gpu-r3_h200x1_$D.log" 2>&1
+  tail -n 6 "$R/tests-gpu-r3_h200x1_$D.log"
+  step 120 python3 benchmarks/communicator_overhead.py --out "$R" --date "$D" > "$R/communicator-overhead.log" 2>&1
+  cat "$R"/communicator-overhead_*.txt 2>/dev/null | awk '$0 ~ /^#/ || $(NF) < 0.97 || $(NF-1) < 0.97'
+  step 170 python3 benchmarks/comm_vs_torch.py --out "$R" --date "$D" --budget-s 150 > "$R/comm-vs-torch.log" 2>&1
+  awk '$0 ~ /^#/ || $(NF-2) < 0.97' "$R"/comm-vs-torch_h200x1_*.txt 2>/dev/null | tail -n 30
   ;;
 esac
 rm -rf "$R"/*/plots 2>/dev/null
