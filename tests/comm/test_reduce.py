@@ -48,3 +48,42 @@ def test_half_precision_avg_does_not_overflow(monkeypatch, stack_max):
         monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", stack_max)
     ts = [torch.full((4,), 1000.0, dtype=torch.float16) for _ in range(70)]  # the sum, 70000, is not a float16
     assert _reduce.combine(ts, ReduceOp.AVG).tolist() == [1000.0] * 4
+
+
+def test_all_reduce_stacks_up_to_its_own_larger_limit_and_reduce_keeps_its_own():
+    # 4 x 4 MiB float32 = 16 MiB stacked: above reduce's 8 MiB, below all_reduce's 32 MiB.
+    assert _reduce.stack_max_bytes("reduce") == _reduce.STACK_MAX_BYTES == 8 << 20
+    assert _reduce.stack_max_bytes("reduce_scatter") == _reduce.STACK_MAX_BYTES
+    assert _reduce.stack_max_bytes("all_reduce") == _reduce.ALL_REDUCE_STACK_MAX_BYTES == 32 << 20
+    ts = [torch.full((1 << 20,), float(i + 1)) for i in range(4)]
+    stacks = []
+    real_stack = torch.stack
+
+    def counting_stack(*args, **kwargs):
+        stacks.append(1)
+        return real_stack(*args, **kwargs)
+
+    import unittest.mock
+    with unittest.mock.patch.object(torch, "stack", counting_stack):
+        assert torch.equal(_reduce.combine(ts, ReduceOp.SUM), torch.full((1 << 20,), 10.0))
+        assert stacks == []  # reduce: chained
+        assert torch.equal(_reduce.combine(ts, ReduceOp.SUM, collective="all_reduce"), torch.full((1 << 20,), 10.0))
+        assert stacks == [1]  # all_reduce: stacked
+        outs = c.all_reduce(ts)
+        assert stacks == [1, 1] and all(torch.equal(o, torch.full((1 << 20,), 10.0)) for o in outs)
+        big = [torch.full((4 << 20,), 1.0) for _ in range(4)]  # 64 MiB stacked: above both limits
+        assert torch.equal(c.all_reduce(big)[3], torch.full((4 << 20,), 4.0))
+        assert stacks == [1, 1]
+
+
+def test_bound_all_reduce_uses_all_reduces_limit_and_bound_reduce_reduces(monkeypatch):
+    from gpucomm.comm import _kernels
+
+    ts = [torch.full((64,), float(i + 1)) for i in range(4)]  # 1 KiB stacked
+    monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", 512)
+    assert _kernels._bind_stacked(ts, ts[0], ReduceOp.SUM) is None
+    assert _kernels._bind_stacked(ts, ts[0], ReduceOp.SUM, rest=ts[1:]) is not None
+    monkeypatch.setattr(_reduce, "ALL_REDUCE_STACK_MAX_BYTES", 512)
+    monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", 8 << 20)
+    assert _kernels._bind_stacked(ts, ts[0], ReduceOp.SUM, rest=ts[1:]) is None
+    assert _kernels._bind_stacked(ts, ts[0], ReduceOp.SUM) is not None

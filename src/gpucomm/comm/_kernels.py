@@ -177,13 +177,14 @@ def _bind_stacked(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp,
     :func:`gpucomm.comm._reduce.combine`'s stacked strategy (two kernels whatever n is), without its
     per-call allocation; ``rest`` (all-reduce) then receives copies of ``out``.  Outputs may be
     inputs (the stack reads every input before anything is written).  None when the tensors are
-    spread over devices, too large to stack, not strided, or need autograd: the caller then binds
-    the general kernel.
+    spread over devices, too large to stack (all_reduce's limit when ``rest`` is given, reduce's
+    otherwise: :func:`gpucomm.comm._reduce.stack_max_bytes`), not strided, or need autograd: the
+    caller then binds the general kernel.
     """
     first = ts[0]
     group = [*ts, out, *(rest or [])]
     if (len(ts) < 2 or any(t.layout != torch.strided for t in group) or not _one_device(group, first)
-            or len(ts) * first.nbytes > _reduce.STACK_MAX_BYTES
+            or len(ts) * first.nbytes > _reduce.stack_max_bytes("reduce" if rest is None else "all_reduce")
             or any(t.requires_grad for t in group) and torch.is_grad_enabled()):
         return None
     if rest and _copy.any_overlap(rest, [out]):

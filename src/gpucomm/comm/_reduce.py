@@ -25,10 +25,12 @@ import torch
 
 from gpucomm.collectives import ReduceOp
 
-__all__ = ["STACK_MAX_BYTES", "check_op_dtype", "combine", "reduce_stacked"]
+__all__ = ["ALL_REDUCE_STACK_MAX_BYTES", "STACK_MAX_BYTES", "check_op_dtype", "combine", "reduce_stacked",
+           "stack_max_bytes"]
 
 STACK_MAX_BYTES = 8 << 20
-"""Largest n × size (bytes) reduced by stack-then-reduce; above it the in-place chain is used.
+"""Largest n × size (bytes) that :func:`combine` stacks for a reduce (and reduce_scatter); above it the
+in-place chain is used.  :data:`ALL_REDUCE_STACK_MAX_BYTES` is all_reduce's limit.
 
 Below it a call is bound by host time (launches), where two kernels beat n - 1; above it by device
 bandwidth, where the stack's extra (3n+1)/(3n-3) bytes cost more than the launches saved.  On one H200
@@ -36,6 +38,29 @@ bandwidth, where the stack's extra (3n+1)/(3n-3) bytes cost more than the launch
 (benchmarks/results/communicator-overhead_h200x1_2026-12-03.txt); 2 MiB each (8 MiB stacked) is still
 launch-bound (15.7 us against 27.1 us).
 """
+
+ALL_REDUCE_STACK_MAX_BYTES = 32 << 20
+"""all_reduce's stacking limit (n × size, bytes): a reduce followed by n - 1 copies to the others.
+
+The copies add ~3 x size of traffic whichever strategy reduces, so the stack's extra bytes weigh less
+than in a bare reduce, and the crossover sits higher.  Measured on one H200, 4 x cuda:0, 8 MiB each
+(32 MiB stacked): benchmarks/results/comm-vs-torch_h200x1_2026-12-03.txt (limit 32 MiB, stacked)
+has gpucomm.comm.all_reduce at 66.8 us, ratio 1.10, and the prepared LocalCommunicator all_reduce at
+50.95 us (communicator-overhead_h200x1_2026-12-03.txt); with the limit at 8 MiB (chained,
+comm-vs-torch-r2_h200x1_2026-12-03.txt and communicator-overhead-r2_h200x1_2026-12-03.txt) they ran
+66.6 us (ratio 0.83: torch's side measured 55.6 us there against 73.3 us in the first pass) and 52.53 us.
+So at 32 MiB stacked the two strategies are within 3 % for all_reduce (the stack ahead when prepared),
+unlike reduce, where the chain won by 15 %; above 32 MiB stacked (32 MiB each: 134 us against torch's
+153 us, chained in both passes) the chain is used.
+"""
+
+
+def stack_max_bytes(collective: str) -> int:
+    """The stacking limit (n × size, bytes) for ``collective``: all_reduce's or every other reduction's.
+
+    Read at call time (not bound at import), so tests and experiments can change either constant.
+    """
+    return ALL_REDUCE_STACK_MAX_BYTES if collective == "all_reduce" else STACK_MAX_BYTES
 
 
 def check_op_dtype(op: ReduceOp, dtype: torch.dtype, fn: str) -> None:
@@ -68,8 +93,12 @@ _BINARY = {ReduceOp.SUM: torch.add, ReduceOp.PROD: torch.mul,
            ReduceOp.MAX: torch.maximum, ReduceOp.MIN: torch.minimum}
 
 
-def combine(tensors: Sequence[torch.Tensor], op: ReduceOp, out: torch.Tensor | None = None) -> torch.Tensor:
+def combine(tensors: Sequence[torch.Tensor], op: ReduceOp, out: torch.Tensor | None = None, *,
+            collective: str = "reduce") -> torch.Tensor:
     """The elementwise reduction of same-shape, same-dtype tensors on one device.
+
+    ``collective`` picks the stacking limit (:func:`stack_max_bytes`): "all_reduce" stacks up to
+    :data:`ALL_REDUCE_STACK_MAX_BYTES`, anything else up to :data:`STACK_MAX_BYTES`.
 
     ``out`` (on that device) receives the result; it may be one of ``tensors`` (in-place reduce) but
     must not otherwise overlap them (callers guarantee it).  With one tensor and no ``out`` the
@@ -83,7 +112,7 @@ def combine(tensors: Sequence[torch.Tensor], op: ReduceOp, out: torch.Tensor | N
         return out.copy_(first) if out.data_ptr() != first.data_ptr() else out
     if first.layout != torch.strided:
         return _combine_sparse(tensors, op, out)
-    if n * first.numel() * first.element_size() <= STACK_MAX_BYTES:
+    if n * first.numel() * first.element_size() <= stack_max_bytes(collective):
         return reduce_stacked(torch.stack(list(tensors)), op, out)  # the stack snapshots the inputs
     if out is not None and any(_partly_aliased(out, t) for t in tensors):
         return out.copy_(_chain(tensors, op, None))

@@ -294,13 +294,13 @@ def _all_reduce_checked(ts: list[torch.Tensor], o: ReduceOp, outs: list[torch.Te
         return outs
     if devices.count(devices[0]) == len(devices):  # one device: reduce once, replicate in one call
         if outs is None:
-            result = combine(ts, o)
+            result = combine(ts, o, collective="all_reduce")
             if result is ts[0]:
                 return replicate(result, len(ts))
             return [result, *replicate(result, len(ts) - 1)]
         # out[0] may alias inputs: combine reads every input before it writes.  The other outputs are
         # written after it, in stream order, so they may alias inputs too.
-        result = combine(ts, o, outs[0])
+        result = combine(ts, o, outs[0], collective="all_reduce")
         _copy.copy_many(outs[1:], [result] * (len(outs) - 1))
         return outs
     # Reduce into out[0] when given (it may alias tensors[0]: the reduction reads every input first),
