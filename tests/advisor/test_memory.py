@@ -10,6 +10,7 @@ from gpucomm.advisor.memory import (
     activation_bytes_per_layer,
     activation_terms,
     memory,
+    model_state_terms,
 )
 
 S, B, H, A = 2048, 4, 12288, 96  # GPT-3 175B, micro-batch 4
@@ -129,3 +130,23 @@ def test_recomputed_layer_holds_its_scores_without_flash():
     plain = memory(arch, Layout(mb=8, ac="full"), flash=False, **kw)
     # Korthikanti's 5 a s^2 b bytes (softmax output 2, dropout mask 1, dropout output 2) for the one layer
     assert plain.activations - flash.activations == 5 * 16 * 1024**2 * 8
+
+
+def test_model_state_terms_match_the_zero_paper_table():
+    # ZeRO paper: Psi = 7.5B, N_d = 64, mixed-precision Adam: 120 / 31.4 / 16.6 / 1.9 GB.
+    got = [sum(model_state_terms(s, 7.5e9, 64, weight_bytes=2, grad_bytes=2, optimizer_bytes=12)) / 1e9
+           for s in range(4)]
+    assert got == pytest.approx([120.0, 31.40625, 16.640625, 1.875])
+
+
+def test_model_state_terms_fp32_adam_by_term():
+    assert model_state_terms(0, 1000, 4, weight_bytes=4, grad_bytes=4, optimizer_bytes=8) == (4000, 4000, 8000)
+    assert model_state_terms(1, 1000, 4, weight_bytes=4, grad_bytes=4, optimizer_bytes=8) == (4000, 4000, 2000)
+    assert model_state_terms(2, 1000, 4, weight_bytes=4, grad_bytes=4, optimizer_bytes=8) == (4000, 1000, 2000)
+
+
+def test_model_state_terms_bad_stage_or_count():
+    with pytest.raises(ValueError, match="stage"):
+        model_state_terms(4, 1, 1, weight_bytes=4, grad_bytes=4, optimizer_bytes=8)
+    with pytest.raises(ValueError, match="n: expected"):
+        model_state_terms(0, 1, 0, weight_bytes=4, grad_bytes=4, optimizer_bytes=8)

@@ -51,3 +51,17 @@ def test_bad_workloads(kwargs, match):
     model = kwargs.pop("model")
     with pytest.raises(workload.WorkloadError, match=match):
         workload.make_workload(model, **kwargs)
+
+
+def test_gpt_activations_hand_worked():
+    # 34 s b h L + 8 s b V: s=2, b=3, h=4, L=5, V=7 -> 34*120 + 8*42.
+    shape = workload.ModelShape(family="gpt", layers=5, d_model=4, vocab=7, seq_len=2)
+    wl = workload.make_workload("tiny", shape=shape, dtype="fp32")
+    assert wl.activation_bytes(3) == pytest.approx(34 * 120 + 336, rel=1e-12)
+
+
+def test_gpt124m_memory_estimate_is_near_the_measured_peak():
+    # measured-h200.md: 15.0 GiB peak for batch 16x1024 with fp32 params and AdamW (16 Psi).
+    wl = workload.make_workload("gpt-124m", dtype="fp32")
+    est = wl.activation_bytes(16) + 16 * wl.params
+    assert 0.8 < est / (15.0 * 2**30) < 1.0

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpucomm.advisor import hardware, plan
+from gpucomm.advisor import cost, hardware, plan
 from gpucomm.advisor.fits import CollectiveFit, collective_fit
 from gpucomm.advisor.hardware import HardwareProfile, Link
 
@@ -159,7 +159,7 @@ def fit_compute(train: Iterable[Any]) -> dict[str, Any]:
                          "params": rows[0].params, "seq_len": rows[0].seq_len}
         for r in rows:
             if r.params:
-                flops.append(6 * r.params * r.global_batch * (r.seq_len or 1) / (r.step_ms_median * 1e-3))
+                flops.append(cost.train_flops(r.params, r.global_batch * (r.seq_len or 1)) / (r.step_ms_median * 1e-3))
     return {"models": models, "achieved_flops": statistics.median(flops) if flops else None}
 
 

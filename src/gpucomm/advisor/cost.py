@@ -1,4 +1,4 @@
-"""Cost formulas: collective time (alpha-beta), memory per GPU, compute per step.
+"""Cost formulas: collective time (alpha-beta) and the named-strategy path's compute per step.
 
 Pure functions of numbers, each with its source (``reference/cost-model.md``).  Times are seconds,
 sizes bytes, bandwidths bytes/s unless a name says otherwise.  ``n`` is the participant count.
@@ -21,12 +21,12 @@ overlap — the step takes the slower tier, the intra-node reduce-scatter and al
 they share the NVLinks — while latencies add.  On 2-4 nodes of 8xH100 with 8x400G IB this gives
 390-403 GB/s busbw against 365-470 measured (collective-bench.md §3); ``pipelined=False`` adds the tiers.
 
-Memory (ZeRO, Rajbhandari et al. SC'20; cost-model.md §3): with w, g bytes per weight and gradient and
-K bytes of optimizer state per parameter, plain data parallel holds ``(w+g+K) Psi``; ZeRO-1
-``(w+g) Psi + K Psi/N``; ZeRO-2 ``w Psi + (g+K) Psi/N``; ZeRO-3 ``(w+g+K) Psi/N``.  Mixed-precision Adam:
-w=2, g=2, K=12, so 16 Psi -> 4 Psi + 12 Psi/N -> 2 Psi + 14 Psi/N -> 16 Psi/N.
+Memory (ZeRO model states, activations) lives in :mod:`gpucomm.advisor.memory`, which both the planner
+and the named strategies (:mod:`gpucomm.advisor.plan`) call.
 
-Compute (Transformer Math 101): ``6 Psi D`` FLOPs per step for D tokens, 2 forward + 4 backward.
+Compute (Transformer Math 101): ``6 Psi D`` FLOPs per step for D tokens, 2 forward + 4 backward.  Used by
+the named strategies and their calibration, which know a parameter count but not always an architecture;
+the planner counts ``6 N_mm + 12 L h s`` per token (:meth:`gpucomm.models.Architecture.flops_per_token`).
 """
 
 from __future__ import annotations
@@ -44,9 +44,7 @@ __all__ = [
     "PRECISIONS",
     "Precision",
     "bucket_sizes",
-    "gpt_activation_bytes",
     "hierarchical_s",
-    "model_state_bytes",
     "overlapped_exposed_s",
     "ring_all_gather_s",
     "ring_all_reduce_s",
@@ -202,35 +200,6 @@ def overlapped_exposed_s(sizes: Sequence[float], times: Sequence[float], window_
         ready = start_s + window_s * done / total
         end = max(end, ready) + t
     return max(0.0, end - (start_s + window_s))
-
-
-def model_state_bytes(stage: int, psi: int, n: int, precision: Precision, optimizer: str) -> float:
-    """Per-GPU bytes of weights + gradients + optimizer state under ZeRO stage 0-3 over n ranks."""
-    _check_n(n)
-    w, g = precision.weight_bytes, precision.grad_bytes
-    k = precision.optimizer_bytes[optimizer]
-    if stage == 0:
-        return (w + g + k) * psi
-    if stage == 1:
-        return (w + g) * psi + k * psi / n
-    if stage == 2:
-        return w * psi + (g + k) * psi / n
-    if stage == 3:
-        return (w + g + k) * psi / n
-    raise ValueError(f"stage: expected a ZeRO stage 0-3, but got {stage!r}")
-
-
-def gpt_activation_bytes(layers: int, d_model: int, seq_len: int, batch: float, vocab: int) -> float:
-    """Activation memory of a GPT step, no recomputation, fused attention.
-
-    ``34 s b h L`` (Korthikanti et al. 2022, "Reducing Activation Recomputation", 16-bit activations; the
-    ``5 a s^2 b`` attention-score term is dropped because SDPA/flash attention does not store scores)
-    plus ``8 s b V`` for fp32 logits and their gradient.  For GPT-124M at 16x1024 this gives 10.9 GiB of
-    activations + 1.9 GiB of state = 12.8 GiB, against a 16.05 GiB measured peak on an H200
-    (``single``, benchmarks/results/train-gpt124m_h200x1_2026-12-02): an underestimate of ~20% (allocator
-    slack and eager-mode temporaries are not counted).  The planner uses :mod:`gpucomm.advisor.memory`.
-    """
-    return 34 * seq_len * batch * d_model * layers + 8 * seq_len * batch * vocab
 
 
 def train_flops(psi: int, tokens: float) -> float:

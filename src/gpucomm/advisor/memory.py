@@ -69,7 +69,7 @@ from gpucomm.advisor.layout import Layout
 from gpucomm.models import Architecture
 
 __all__ = ["BUCKET_BYTES", "RESERVE_BYTES", "MemoryTerms", "activation_bytes_per_layer", "activation_terms",
-           "memory"]
+           "memory", "model_state_terms"]
 
 GiB = 2**30
 RESERVE_BYTES = 3 * GiB
@@ -160,6 +160,20 @@ def activation_bytes_per_layer(s: float, b: float, h: int, a: int, t: int, ac: s
     return s * b * h * (34 + 5 * a * s / h) / t
 
 
+def model_state_terms(stage: int, params: float, n: int, *, weight_bytes: float, grad_bytes: float,
+                      optimizer_bytes: float) -> tuple[float, float, float]:
+    """Per-GPU bytes of (weights, gradients, optimizer state) of ``params`` parameters under ZeRO stage 0-3
+    sharded over ``n`` GPUs (module docstring): stage 1 shards the optimizer state, 2 the gradients too,
+    3 the weights too.  Mixed-precision Adam (2, 2, 12): 16 Psi -> 4 Psi + 12 Psi/N -> 2 Psi + 14 Psi/N
+    -> 16 Psi/N, the ZeRO paper's table (Rajbhandari et al. SC'20, Fig. 1)."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"n: expected a GPU count >= 1, but got {n!r}")
+    if stage not in (0, 1, 2, 3):
+        raise ValueError(f"stage: expected a ZeRO stage 0-3, but got {stage!r}")
+    return (weight_bytes * params / (n if stage >= 3 else 1), grad_bytes * params / (n if stage >= 2 else 1),
+            optimizer_bytes * params / (n if stage >= 1 else 1))
+
+
 def shard_size(layout: Layout, gpus_per_node: int) -> int:
     """GPUs the model states are sharded over: dp x cp, or for hsdp the data-parallel GPUs of one machine."""
     n = layout.dp * layout.cp
@@ -180,9 +194,8 @@ def memory(arch: Architecture, layout: Layout, *, global_batch: int, seq: int, g
     stage_params = (arch.params() if L.pp == 1 else max(first, last)) / L.tp
     n = shard_size(L, gpus_per_node)
     stage = {"none": 0, "zero1": 1, "zero2": 2}.get(L.shard, 3)
-    params = weight_bytes * stage_params / (n if stage >= 3 else 1)
-    grads = grad_bytes * stage_params / (n if stage >= 2 else 1)
-    optimizer = optimizer_bytes * stage_params / (n if stage >= 1 else 1)
+    params, grads, optimizer = model_state_terms(stage, stage_params, n, weight_bytes=weight_bytes,
+                                                 grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
 
     s = seq / L.cp
     micro_batches = global_batch // (L.dp * L.mb)

@@ -50,6 +50,7 @@ from typing import Any
 from gpucomm.advisor import cost
 from gpucomm.advisor.fits import CollectiveFit, collective_fit
 from gpucomm.advisor.hardware import HardwareProfile
+from gpucomm.advisor.memory import model_state_terms
 from gpucomm.advisor.workload import Workload, builtin_shape, make_workload
 
 __all__ = ["DDP_OVERHEAD_FRAC", "DEFAULT_MFU", "DEFAULT_PER_DEVICE_S", "SIMPLICITY", "STRATEGIES", "dp_output_bytes",
@@ -239,7 +240,9 @@ def dp_output_bytes(wl: Workload) -> float:
 def _memory(strategy: str, wl: Workload, n: int, b: float) -> dict[str, float]:
     p = wl.precision
     stage = {"zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}.get(strategy, 0)
-    parts = {"model_state": cost.model_state_bytes(stage, wl.params, n, p, wl.optimizer),
+    parts = {"model_state": sum(model_state_terms(stage, wl.params, n, weight_bytes=p.weight_bytes,
+                                                  grad_bytes=p.grad_bytes,
+                                                  optimizer_bytes=p.optimizer_bytes[wl.optimizer])),
              "activations": wl.activation_bytes(b)}
     grad_total = wl.params * p.grad_bytes
     if strategy in ("ddp", "replicated"):

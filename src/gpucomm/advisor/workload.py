@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpucomm import models
-from gpucomm.advisor.cost import PRECISIONS, Precision, gpt_activation_bytes
+from gpucomm.advisor.cost import PRECISIONS, Precision
+from gpucomm.advisor.memory import activation_bytes_per_layer
 
 __all__ = ["MODEL_SHAPES", "ModelShape", "Workload", "WorkloadError", "builtin_shape", "custom_gpt", "gpt_params",
            "make_workload", "mlp_params"]
@@ -116,8 +117,12 @@ class Workload:
         if s is None:
             return 0.0
         if s.family == "gpt":
-            return gpt_activation_bytes(s.layers, s.d_model, self.seq_len or s.seq_len or 1,
-                                        per_device_batch, s.vocab)
+            # Korthikanti's 34 s b h per layer from the planner's formula (no recomputation, flash attention:
+            # no stored scores, so the head count is not needed), plus 8 s b V for fp32 logits and their
+            # gradient (memory.py's logits term counts bf16 ones, 4 s b V, so it is not shared).
+            seq = self.seq_len or s.seq_len or 1
+            per_layer = activation_bytes_per_layer(seq, per_device_batch, s.d_model, 1, 1, "none", flash=True)
+            return s.layers * per_layer + 8 * seq * per_device_batch * s.vocab
         # MLP: each layer keeps its input and its pre-activation, fp32.
         return 4 * per_device_batch * (s.d_in + 2 * s.layers * s.d_model + s.classes)
 
