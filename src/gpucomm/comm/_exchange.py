@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from gpucomm._validate import check_same_dtype, describe, fail_type, fail_value
-from gpucomm.comm import _copy, _nccl
+from gpucomm.comm import _copy, _nccl, _verdicts
 from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
 from gpucomm.comm._checks import check_cat_shapes, check_dim, check_outputs, check_tensors, dense_like
 
@@ -53,7 +53,15 @@ def all_gather(tensors: Any, dim: int = 0, *, out: Any = None) -> list[torch.Ten
     Returns:
         ``list[Tensor]``: n equal tensors (or ``out``).
     """
-    return _all_gather_checked(*check_all_gather(tensors, dim, out))
+    key = _verdicts.signature("all_gather", (dim,), tensors, out)
+    hit = _verdicts.verdict(key)
+    if hit is not None:  # this very call (same tensors, same metadata) passed the checks before
+        d, shape, devices = hit
+        return _all_gather_checked(list(tensors), d, list(shape), list(devices),
+                                   None if out is None else list(out))
+    ts, d, shape, devices, outs = check_all_gather(tensors, dim, out)
+    _verdicts.remember(key, (d, tuple(shape), tuple(devices)))
+    return _all_gather_checked(ts, d, shape, devices, outs)
 
 
 def check_all_gather(tensors: Any, dim: Any, out: Any) -> tuple:
