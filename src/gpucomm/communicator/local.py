@@ -350,11 +350,16 @@ class LocalCommunicator(Communicator):
         run(*args)
 
     def _inputs_on_devices(self, inputs) -> bool:
-        """:meth:`_on_devices` for a list whose entries may be None (scatter's non-root inputs)."""
-        if self._on_devices(inputs):
-            return True
-        return ((type(inputs) is list or type(inputs) is tuple) and len(inputs) == self._n
-                and set(map(type, inputs)) <= _TENSOR_OR_NONE
+        """:meth:`_on_devices` for a list whose entries may be None (scatter's non-root inputs).
+
+        One pass over the types decides which test applies (scatter's common input, the root's tensor
+        and Nones, would fail :meth:`_on_devices` first and then be checked again)."""
+        if not ((type(inputs) is list or type(inputs) is tuple) and len(inputs) == self._n):
+            return False
+        types = set(map(type, inputs))
+        if types == _TENSOR_TYPES:
+            return list(map(_GET_DEVICE, inputs)) == self._indices
+        return (types <= _TENSOR_OR_NONE
                 and all(t is None or t.get_device() == i for t, i in zip(inputs, self._indices)))  # noqa: B905
 
     def gather(self, outputs: OptionalTensors, inputs: Tensors, root: int = 0) -> None:
