@@ -155,3 +155,12 @@ def test_all_gather_and_reduce_scatter_recheck_a_changed_output():
     r[0] = torch.empty(2, dtype=torch.float16)
     with pytest.raises(ValueError, match=r"out\[0\]"):
         c.reduce_scatter(ts, out=r)
+
+
+def test_an_option_equal_as_a_key_but_of_another_type_is_rechecked():
+    ts, _ = _bufs()
+    g = [torch.empty(32) for _ in range(4)]
+    c.all_gather(ts, 0, out=g)
+    for bad in (False, 0.0):  # False == 0 == 0.0 as dict keys; the dim check refuses both by name
+        with pytest.raises(TypeError, match="dim"):
+            c.all_gather(ts, bad, out=g)

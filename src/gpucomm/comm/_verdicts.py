@@ -6,7 +6,7 @@ repeated call with identical metadata gets the verdict of the first call instead
 
 The key holds, for every input and output tensor: its ``id``, data pointer, storage offset, shape,
 strides, dtype, device, layout and ``requires_grad``; plus the collective, its other arguments (op,
-dim), the container types, the number of inputs and whether grad mode is on.  That is everything the
+dim) and their types, the container types, the number of inputs and whether grad mode is on.  That is everything the
 checks read (overlap is decided by addresses, shapes, strides and element sizes), so a tensor that
 was resized, moved, re-pointed (``set_``), switched to ``requires_grad`` or replaced is re-checked.
 Only exact ``torch.Tensor`` objects in lists or tuples are keyed; anything else (subclasses, sparse
@@ -50,7 +50,8 @@ def signature(collective: str, options: tuple, tensors: Any, out: Any) -> tuple 
     try:
         if set(map(type, every)) != _TENSOR_ONLY:
             return None
-        key = (collective, options, tt, to, len(tensors), _GRAD_ENABLED(), *map(id, every),
+        # the options' types too: dim=True or dim=1.0 equal dim=1 as keys, but the checks refuse them
+        key = (collective, options, *map(type, options), tt, to, len(tensors), _GRAD_ENABLED(), *map(id, every),
                *map(_DATA_PTR, every), *map(_OFFSET, every), *map(_SHAPE, every), *map(_STRIDE, every),
                *map(_DTYPE, every), *map(_DEVICE, every), *map(_LAYOUT, every), *map(_REQUIRES_GRAD, every))
         hash(key)  # an unhashable op or dim: not keyed (the checks refuse it by name)
