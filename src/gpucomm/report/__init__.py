@@ -6,7 +6,8 @@
 * :mod:`~gpucomm.report.findings` — what a report says first: one sentence per op and backend pair,
   and the trust signals (wrong rows, noisy rows, CPU numbers).
 * :mod:`~gpucomm.report.docs` — the measured tables in ``docs/*.md``, generated from
-  ``benchmarks/results/`` (``gpucomm report --doc docs/``) and checked stale in CI.
+  ``benchmarks/results/`` (``gpucomm report --doc docs/``) and checked stale in CI; one file per block
+  kind in ``docs/kinds/``.
 * :func:`build` — ``report.md``, ``report.html`` and ``plots/*.png|svg`` from one or more result
   directories; ``gpucomm report DIR [DIR …] [--out DIR]`` (:mod:`~gpucomm.report.cli`) runs it.
 
