@@ -8,10 +8,6 @@ from pathlib import Path
 
 import pytest
 
-MARK = "<!-- generated: ceilings from benchmarks/results/ceilings_x_2026-12-03.jsonl -->\n<!-- end generated -->\n"
-"""A block of the ``ceilings`` kind naming the one results file the repository holds."""
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Callable[[str], Path]:
     """``repo(doc_text)`` writes a repository under ``tmp_path`` (a new one per call) and returns its doc."""
