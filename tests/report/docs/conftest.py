@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Callable[[str], Path]:
     """``repo(doc_text)`` writes a repository under ``tmp_path`` (a new one per call) and returns its doc."""
