@@ -7,6 +7,7 @@ import json
 import pytest
 
 from gpucomm import records as R
+from gpucomm.env import collect_env
 
 
 def _bench(**over):
@@ -18,7 +19,7 @@ def _bench(**over):
 
 
 def test_round_trip(tmp_path):
-    env = R.collect_env("cpu", extra={"iters": 5})
+    env = collect_env("cpu", extra={"iters": 5})
     with R.RecordWriter(tmp_path, env) as w:
         w.write(_bench())
         w.write(_bench(op="broadcast", root=0))
@@ -38,13 +39,13 @@ def test_round_trip(tmp_path):
 def test_env_records_nccl_settings(monkeypatch):
     monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
     monkeypatch.setenv("UNRELATED_SECRET", "x")
-    env = R.collect_env("cpu")
+    env = collect_env("cpu")
     assert env.env_vars["NCCL_NVLS_ENABLE"] == "0"
     assert "UNRELATED_SECRET" not in env.env_vars
 
 
 def test_truncated_last_line_is_skipped(tmp_path):
-    with R.RecordWriter(tmp_path, R.collect_env("cpu")) as w:
+    with R.RecordWriter(tmp_path, collect_env("cpu")) as w:
         w.write(_bench())
     with open(tmp_path / R.RECORDS_FILE, "a") as f:
         f.write('{"kind": "bench", "op": "all_re')  # killed mid-write
@@ -67,7 +68,7 @@ def test_validation_rejects_bad_rows(mutate, message):
 
 
 def test_bad_line_in_middle_names_file_and_line(tmp_path):
-    with R.RecordWriter(tmp_path, R.collect_env("cpu")) as w:
+    with R.RecordWriter(tmp_path, collect_env("cpu")) as w:
         w.write(_bench())
     path = tmp_path / R.RECORDS_FILE
     path.write_text(path.read_text() + "not json\n" + json.dumps(R.to_row(_bench())) + "\n")
@@ -86,20 +87,20 @@ def test_unwritable_directory_names_out(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     with pytest.raises(OSError, match="--out"):
-        R.RecordWriter(blocker / "sub", R.collect_env("cpu"))
+        R.RecordWriter(blocker / "sub", collect_env("cpu"))
 
 
 def test_nan_is_refused(tmp_path):
-    with R.RecordWriter(tmp_path, R.collect_env("cpu")) as w, pytest.raises(ValueError):
+    with R.RecordWriter(tmp_path, collect_env("cpu")) as w, pytest.raises(ValueError):
         w.write(_bench(time_us_median=float("nan")))
 
 
 def test_second_writer_on_the_same_directory_is_refused(tmp_path):
-    with R.RecordWriter(tmp_path, R.collect_env("cpu")) as first:
+    with R.RecordWriter(tmp_path, collect_env("cpu")) as first:
         with pytest.raises(R.DirectoryBusyError, match="another gpucomm run"):
-            R.RecordWriter(tmp_path, R.collect_env("cpu"))
-        first.write(R.collect_env("cpu"))
-    with R.RecordWriter(tmp_path, R.collect_env("cpu")):  # released on close
+            R.RecordWriter(tmp_path, collect_env("cpu"))
+        first.write(collect_env("cpu"))
+    with R.RecordWriter(tmp_path, collect_env("cpu")):  # released on close
         pass
     assert len(R.load(tmp_path).env) == 3  # the refused writer wrote nothing
 
@@ -108,10 +109,10 @@ def test_lock_holds_across_processes(tmp_path):
     import subprocess
     import sys
 
-    code = ("import sys, gpucomm.records as R\n"
-            "try:\n    R.RecordWriter(sys.argv[1], R.collect_env('cpu'))\n"
+    code = ("import sys, gpucomm.records as R\nfrom gpucomm.env import collect_env\n"
+            "try:\n    R.RecordWriter(sys.argv[1], collect_env('cpu'))\n"
             "except R.DirectoryBusyError as e:\n    print('BUSY', e)\n")
-    with R.RecordWriter(tmp_path, R.collect_env("cpu")):
+    with R.RecordWriter(tmp_path, collect_env("cpu")):
         out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
                              timeout=120)
     assert out.stdout.startswith("BUSY"), out.stderr
@@ -124,7 +125,7 @@ def test_lock_holds_across_processes(tmp_path):
     (b'{"a": "' + b"[" * 100 + b'"}', "unknown record kind"),  # brackets inside a string do not count
 ])
 def test_hostile_lines_name_file_and_line(tmp_path, line, what):
-    with R.RecordWriter(tmp_path, R.collect_env("cpu")):
+    with R.RecordWriter(tmp_path, collect_env("cpu")):
         pass
     with open(tmp_path / R.RECORDS_FILE, "ab") as f:
         f.write(line + b"\n\n" + b'{"kind": "env"}\n')
@@ -133,14 +134,12 @@ def test_hostile_lines_name_file_and_line(tmp_path, line, what):
     assert f"{R.RECORDS_FILE}:2:" in str(exc.value)
 
 
-def test_collect_env_is_reexported_from_env():
-    from gpucomm import env
-
-    assert R.collect_env is env.collect_env
+def test_collect_env_lives_in_env_only():
+    assert not hasattr(R, "collect_env")  # one home: gpucomm.env (records must not import env: no cycle)
 
 
 def test_hidden_scratch_files_are_not_results(tmp_path):
-    with R.RecordWriter(tmp_path, R.collect_env("cpu")):
+    with R.RecordWriter(tmp_path, collect_env("cpu")):
         pass
     (tmp_path / ".process-group-rows.jsonl").write_text("not json at all\n{}\n")
     assert len(R.load(tmp_path).env) == 1

@@ -1,8 +1,7 @@
 """Result records: one typed record per result row, written as JSON Lines, and the env block.
 
 A result directory holds ``records.jsonl``.  Its first line is an :class:`EnvRecord` (versions,
-devices, topology, NCCL settings, command line; collected by :func:`gpucomm.env.collect_env`, which
-this module re-exports as ``collect_env``); every later line is one result row
+devices, topology, NCCL settings, command line; collected by :func:`gpucomm.env.collect_env`); every later line is one result row
 (:class:`BenchRecord`, :class:`TrainRecord`, :class:`AdviceRecord`, :class:`ScaleRecord`).  Each line carries ``"kind"`` and ``"schema_version"``.
 
 Rows are appended, flushed and fsync'ed one at a time (:class:`RecordWriter`), so a run that is
@@ -560,12 +559,3 @@ def _depth(text: str) -> int:
         elif ch in "]}":
             depth -= 1
     return deepest
-
-
-def __getattr__(name: str) -> Any:
-    # collect_env lives in gpucomm.env (which imports this module); re-exported lazily, so no cycle
-    if name == "collect_env":
-        from gpucomm.env import collect_env
-
-        return collect_env
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,10 +35,12 @@ def test_importing_the_table_imports_no_torch():
     assert out.strip() == "False"
 
 
-def test_every_backend_builds_its_adapter_class():
-    for b in BACKENDS.values():
-        cls = b.adapter_class()
-        assert cls.spec is b
+def test_every_backend_has_its_adapter_class():
+    from gpucomm.bench.adapters import ADAPTERS
+
+    assert set(ADAPTERS) == set(BACKENDS)
+    for name, cls in ADAPTERS.items():
+        assert cls.spec is BACKENDS[name]
 
 
 def test_torch_cuda_comm_offers_only_what_torch_has():
@@ -69,7 +71,3 @@ def test_wrappers_are_timed_plain_and_prepared_the_raw_libraries_plain():
     assert BACKENDS["gpucomm.comm"].forms == ("plain", "prepared", "graph")
     assert BACKENDS["gpucomm.dist"].forms == ("plain", "prepared")  # gpucomm.dist.prepare has no graph=
     assert BACKENDS["torch.distributed"].forms == ("plain",)
-
-
-def test_old_adapter_names_still_import():
-    assert backends.TorchDistributed.spec is BACKENDS["torch.distributed"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -15,7 +14,6 @@ import pytest
 from bench_doubles import BrokenBackend
 
 from gpucomm import collectives, records
-from gpucomm.bench import backends
 from gpucomm.cli import main
 from gpucomm.devices import cuda_device_count
 
@@ -74,8 +72,9 @@ def test_unwritable_out_is_a_usage_error(tmp_path, capsys):
 
 
 def test_broken_backend_is_shown_wrong_and_exits_1(tmp_path, monkeypatch, capsys):
-    broken = dataclasses.replace(backends.BACKENDS["gpucomm.comm"], adapter="bench_doubles:BrokenBackend")
-    monkeypatch.setitem(backends.BACKENDS, "gpucomm.comm", broken)
+    from gpucomm.bench import adapters
+
+    monkeypatch.setitem(adapters.ADAPTERS, "gpucomm.comm", BrokenBackend)
     assert BrokenBackend.spec.name == "gpucomm.comm"
     out = tmp_path / "run"
     rc = _main(["bench", "--backends", "gpucomm.comm", "--ops", "all_reduce,broadcast", "--devices", "cpu,cpu",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch.distributed as td
 
-from gpucomm.collectives import ReduceOp
+from gpucomm.collectives import ReduceOp, parse_op
 from gpucomm.collectives.spec import BACKEND_CALLS, Calls, Invocation, td_op
 
 
@@ -40,3 +40,12 @@ def test_invocation_binds_once_and_prepares_through_the_library():
 def test_every_reduce_op_has_a_torch_distributed_twin(op):
     assert td_op(td, op) == getattr(td.ReduceOp, {"prod": "PRODUCT"}.get(op.value, op.name))
     assert td_op(td, None) == td.ReduceOp.SUM
+
+
+def test_parse_op_takes_exact_names_and_members_and_refuses_the_rest():
+    assert all(parse_op(o.value) is o and parse_op(o) is o for o in ReduceOp)
+    assert parse_op("PRODUCT") is ReduceOp.PROD
+    with pytest.raises(ValueError, match="unknown reduction op"):
+        parse_op("mean")
+    with pytest.raises(TypeError, match="op"):
+        parse_op(3)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import gpucomm.dist as gd
-from gpucomm.dist.process_group import DistEnv, default_backend, read_env, to_timedelta
+from gpucomm.dist.process_group import DistEnv, backend_for, default_backend, read_env, to_timedelta
 
 
 def test_read_env_from_torchrun():
@@ -53,6 +53,10 @@ def test_timeouts_accept_seconds_and_timedeltas():
 
 def test_default_backend_follows_the_devices():
     assert default_backend() == ("nccl" if torch.cuda.is_available() else "gloo")
+
+
+def test_the_backend_per_device_type_is_chosen_in_one_place():
+    assert [backend_for(t) for t in ("cuda", "cpu", "mps")] == ["nccl", "gloo", "gloo"]
 
 
 def _store_dirs() -> set[str]:

@@ -244,7 +244,8 @@ def test_global_batch_must_divide_for_ddp_processes():
 
 
 def test_a_diverged_run_is_failed_and_still_recordable(tmp_path, twins):
-    from gpucomm.records import RecordWriter, collect_env, load
+    from gpucomm.env import collect_env
+    from gpucomm.records import RecordWriter, load
 
     cmp = run_comparison(_cfg("mlp", strategies=("twin",), optimizer="sgd", lr=1e6, steps=5))
     rep = cmp.records[-1]

@@ -307,7 +307,8 @@ def _print_tables(advice, scale_rows, assumptions, profile) -> None:
 
 
 def _write_out(cfg: AdviseConfig, rows: list[Any], scale_rows: list[Any], profile) -> list[Path]:
-    from gpucomm.records import RecordWriter, collect_env
+    from gpucomm.env import collect_env
+    from gpucomm.records import RecordWriter
 
     device_type = "cpu" if profile.kind == "cpu-gloo" else "cuda"
     env = collect_env(device_type, extra={"advise": {"hardware": profile.name, "calibrated": profile.calibrated,

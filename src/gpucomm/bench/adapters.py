@@ -21,7 +21,7 @@ from gpucomm.bench.backends import BACKENDS, GRAPH, GROUP, PLAIN, PREPARED, Back
 from gpucomm.bench.buffers import BufferSet, Case
 from gpucomm.collectives.spec import Args, Invocation
 
-__all__ = ["Adapter", "GpucommComm", "GpucommDist", "TorchCudaComm", "TorchDistributed"]
+__all__ = ["ADAPTERS", "Adapter", "GpucommComm", "GpucommDist", "TorchCudaComm", "TorchDistributed", "build"]
 
 
 class Adapter:
@@ -159,3 +159,14 @@ class GpucommDist(Adapter):
 
     def barrier(self) -> None:
         self.lib.barrier()
+
+
+ADAPTERS: dict[str, type[Adapter]] = {cls.spec.name: cls for cls in (TorchCudaComm, GpucommComm, TorchDistributed,
+                                                                      GpucommDist)}
+"""Each backend's adapter class, by the backend's name (every :data:`~gpucomm.bench.backends.BACKENDS` entry)."""
+
+
+def build(name: str, *args: Any) -> Adapter:
+    """The runtime adapter of backend ``name``: ``(devices)`` for a "process" backend, ``(device)`` inside a
+    rank for a "group" one."""
+    return ADAPTERS[name](*args)

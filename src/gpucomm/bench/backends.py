@@ -20,12 +20,12 @@ under eager timing, "graph" (prepared with ``graph=True``: one captured call, re
 cost or save over the raw library" — and its note says so.
 
 This module imports no torch (the CLI's ``--help``, the report and the advisor read it); the runtime
-adapters that do are in :mod:`gpucomm.bench.adapters`, built through :meth:`Backend.build`.
+adapters that do are in :mod:`gpucomm.bench.adapters`, which names each backend's adapter class and builds
+it (:func:`gpucomm.bench.adapters.build`).  This table never imports that module.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,8 +73,6 @@ class Backend:
     """Placements it measures; None = each row's own (torch.cuda.comm has only ``out=`` forms)."""
     device_type: str | None = None
     """The only device type it runs on, or None for any."""
-    adapter: str = ""
-    """``module:Class`` of its runtime adapter (imported on :meth:`build`)."""
 
     @property
     def is_baseline(self) -> bool:
@@ -101,29 +99,18 @@ class Backend:
             return "avg is defined for floating dtypes only"
         return None
 
-    def adapter_class(self) -> type:
-        """The runtime adapter class (this imports torch)."""
-        module, _, cls = self.adapter.partition(":")
-        return getattr(importlib.import_module(module), cls)
 
-    def build(self, *args: Any) -> Any:
-        """A runtime adapter: ``(devices)`` for a "process" backend, ``(device)`` inside a rank for "group"."""
-        return self.adapter_class()(*args)
-
-
-_ADAPTERS = "gpucomm.bench.adapters"
 BACKENDS: dict[str, Backend] = {b.name: b for b in sorted((
     Backend(name="torch.cuda.comm", baseline=None, order=10, scope=PROCESS, library="torch_cuda_comm",
             note="torch.cuda.comm as users call it: out= where torch offers it",
-            placements=(OUT_OF_PLACE,), device_type="cuda", adapter=f"{_ADAPTERS}:TorchCudaComm"),
+            placements=(OUT_OF_PLACE,), device_type="cuda"),
     Backend(name="gpucomm.comm", baseline="torch.cuda.comm", order=20, scope=PROCESS, library="communicator",
-            note="gpucomm.comm through LocalCommunicator", forms=(PLAIN, PREPARED, GRAPH),
-            adapter=f"{_ADAPTERS}:GpucommComm"),
+            note="gpucomm.comm through LocalCommunicator", forms=(PLAIN, PREPARED, GRAPH)),
     Backend(name="torch.distributed", baseline=None, order=30, scope=GROUP, library="torch_distributed",
-            note="raw torch.distributed calls, one participant per rank", adapter=f"{_ADAPTERS}:TorchDistributed"),
+            note="raw torch.distributed calls, one participant per rank"),
     Backend(name="gpucomm.dist", baseline="torch.distributed", order=40, scope=GROUP, library="gpucomm_dist",
             note="gpucomm.dist's functions, one participant per rank; prepared through gpucomm.dist.prepare",
-            forms=(PLAIN, PREPARED), adapter=f"{_ADAPTERS}:GpucommDist"),
+            forms=(PLAIN, PREPARED)),
 ), key=lambda b: b.order)}
 """Every backend by name, in display order."""
 
@@ -140,10 +127,3 @@ def baseline_of(name: str) -> str | None:
 def placements_for(op: collectives.CollectiveName) -> tuple[str, ...]:
     """Placements the Communicator and torch.distributed backends measure for ``op`` (the row's)."""
     return collectives.get(op).placements
-
-
-def __getattr__(name: str) -> Any:
-    # The runtime adapter classes used to live here; importing them from here still works (it imports torch).
-    if name in ("TorchCudaComm", "GpucommComm", "TorchDistributed", "GpucommDist", "Adapter"):
-        return getattr(importlib.import_module(_ADAPTERS), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,7 +33,6 @@ import os
 import signal
 import sys
 import types
-from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -316,10 +315,3 @@ def run(args: argparse.Namespace) -> int:
         return 2
     with _sigterm_as_interrupt():
         return session.run()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m gpucomm.bench.cli``: the same as ``gpucomm bench``."""
-    from gpucomm.cli import main as gpucomm_main
-
-    return gpucomm_main(["bench", *(argv if argv is not None else sys.argv[1:])])

@@ -25,9 +25,11 @@ from typing import Any
 import torch
 import torch.distributed as td
 
+from gpucomm.bench import adapters as _adapters
 from gpucomm.bench import backends as _backends
 from gpucomm.bench.config import BenchConfig
 from gpucomm.bench.runner import plan, run_points, unsupported_reasons
+from gpucomm.dist.process_group import backend_for
 from gpucomm.records import BenchRecord, parse_row, to_row
 
 __all__ = ["run_here", "run_spawned", "worker"]
@@ -53,7 +55,7 @@ def _build_backends(cfg: BenchConfig, device: torch.device) -> tuple[dict, list[
         if name not in cfg.backends or backend.scope != _backends.GROUP:
             continue
         try:
-            built[name] = backend.build(device)
+            built[name] = _adapters.build(name, device)
         except (ImportError, AttributeError, NotImplementedError) as exc:
             problems.append(f"{name}: not run ({type(exc).__name__}: {exc})")
     return built, problems
@@ -198,5 +200,5 @@ def run_here(cfg: BenchConfig, emit: Emit) -> dict[str, Any]:
 
 
 def _backend_for(cfg: BenchConfig) -> str:
-    """gloo for CPU runs (even on a machine with GPUs: the rows say "cpu"), NCCL for CUDA runs."""
-    return "nccl" if cfg.device_type == "cuda" else "gloo"
+    """The run's device type decides (gloo for CPU runs even on a machine with GPUs: the rows say "cpu")."""
+    return backend_for(cfg.device_type)

@@ -18,6 +18,7 @@ from pathlib import Path
 from rich.console import Console
 
 from gpucomm import collectives
+from gpucomm.bench import adapters as _adapters
 from gpucomm.bench import backends as _backends
 from gpucomm.bench import pg
 from gpucomm.bench.config import BenchConfig
@@ -25,7 +26,8 @@ from gpucomm.bench.display import LiveView, make_console
 from gpucomm.bench.metrics import SpeedupIndex
 from gpucomm.bench.runner import Point, plan, run_points, unsupported_reasons
 from gpucomm.bench.sizes import format_size
-from gpucomm.records import BenchRecord, RecordWriter, collect_env
+from gpucomm.env import collect_env
+from gpucomm.records import BenchRecord, RecordWriter
 
 __all__ = ["Session", "min_busbw_failures"]
 
@@ -182,7 +184,7 @@ class Session:
         built = {}
         for name in ([] if self.torchrun else self._names(_backends.PROCESS)):
             try:
-                built[name] = _backends.BACKENDS[name].build(list(self.cfg.devices))
+                built[name] = _adapters.build(name, list(self.cfg.devices))
             except (ImportError, AttributeError, NotImplementedError, TypeError, ValueError) as exc:
                 self._problem(f"{name}: not run ({type(exc).__name__}: {exc})", failure=self.named)
         return built

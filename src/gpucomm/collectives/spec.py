@@ -41,7 +41,9 @@ __all__ = [
     "Data",
     "Factor",
     "Invocation",
+    "OPS_BY_NAME",
     "ReduceOp",
+    "TORCH_OP_NAMES",
     "parse_op",
     "td_op",
 ]
@@ -78,11 +80,17 @@ class ReduceOp(str, enum.Enum):
 
 _TORCH_ALIASES = {"product": "prod"}  # torch.distributed.ReduceOp.PRODUCT
 
+OPS_BY_NAME: Mapping[str, ReduceOp] = {o.value: o for o in ReduceOp}
+"""Each op by its exact name ("sum", ...): :func:`parse_op`'s common case, one dict lookup (hot paths use it)."""
+
 
 def parse_op(op: object, arg: str = "op") -> ReduceOp:
     """Accept ``"sum"``/``"SUM"``/``ReduceOp.SUM`` (and torch.distributed.ReduceOp's names); clear errors."""
-    if isinstance(op, ReduceOp):
+    if type(op) is ReduceOp:
         return op
+    hit = OPS_BY_NAME.get(op) if type(op) is str else None
+    if hit is not None:
+        return hit
     # torch.distributed.ReduceOp members (RedOpType) carry the name we want.
     name = op if isinstance(op, str) else getattr(op, "name", None)
     if not isinstance(name, str):
@@ -94,13 +102,14 @@ def parse_op(op: object, arg: str = "op") -> ReduceOp:
         raise ValueError(f"{arg}: unknown reduction op {op!r}; expected one of {valid}") from None
 
 
-_TD_OP_NAMES = {ReduceOp.SUM: "SUM", ReduceOp.AVG: "AVG", ReduceOp.MAX: "MAX", ReduceOp.MIN: "MIN",
-                ReduceOp.PROD: "PRODUCT"}  # torch.distributed spells prod PRODUCT
+TORCH_OP_NAMES: Mapping[ReduceOp, str] = {ReduceOp.SUM: "SUM", ReduceOp.AVG: "AVG", ReduceOp.MAX: "MAX",
+                                          ReduceOp.MIN: "MIN", ReduceOp.PROD: "PRODUCT"}
+"""Each op's name in ``torch.distributed.ReduceOp`` (torch spells prod PRODUCT): the one home of the mapping."""
 
 
 def td_op(td: Any, op: ReduceOp | None) -> Any:
     """Our reduction op as ``torch.distributed.ReduceOp`` (``td`` is the torch.distributed module)."""
-    return getattr(td.ReduceOp, _TD_OP_NAMES[op if op is not None else ReduceOp.SUM])
+    return getattr(td.ReduceOp, TORCH_OP_NAMES[op if op is not None else ReduceOp.SUM])
 
 
 class Factor(str, enum.Enum):

@@ -10,6 +10,7 @@ import torch
 
 from gpucomm._validate import check_same_dtype, check_tensor, describe, fail_value
 from gpucomm.collectives import ReduceOp, parse_op
+from gpucomm.collectives.spec import OPS_BY_NAME
 from gpucomm.comm import _coalesce, _copy, _nccl, _verdicts
 from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
 from gpucomm.comm._checks import (
@@ -51,12 +52,11 @@ def _inputs(tensors: Any, arg: str, *, dense: bool = True) -> list[torch.Tensor]
 
 
 _REQUIRES_GRAD = operator.attrgetter("requires_grad")
-_OPS = {o.value: o for o in ReduceOp}
 
 
 def _op(op: Any, dtype: torch.dtype, fn: str) -> ReduceOp:
     # an exact name or a ReduceOp answered by one lookup; anything else parsed (and refused) in full
-    o = op if type(op) is ReduceOp else _OPS.get(op) if type(op) is str else None
+    o = op if type(op) is ReduceOp else OPS_BY_NAME.get(op) if type(op) is str else None
     if o is None:
         o = parse_op(op, "op")
     check_op_dtype(o, dtype, fn)

@@ -66,7 +66,16 @@ from gpucomm.dist.ops import (
     send_recv,
 )
 from gpucomm.dist.prepared import PREPARABLE, prepare
-from gpucomm.dist.process_group import ProcessGroup, current, device, init, is_initialized, read_env, shutdown
+from gpucomm.dist.process_group import (
+    ProcessGroup,
+    backend_for,
+    current,
+    device,
+    init,
+    is_initialized,
+    read_env,
+    shutdown,
+)
 
 __all__ = [
     "PREPARABLE",
@@ -79,6 +88,7 @@ __all__ = [
     "all_reduce",
     "all_to_all_single",
     "backend",
+    "backend_for",
     "barrier",
     "batch_isend_irecv",
     "broadcast",

@@ -318,7 +318,7 @@ def check_nprocs(nprocs: object, backend: str | None = None, *, allow_oversubscr
 
 def _choose_backend(backend: str | None, nprocs: int) -> str:
     if backend is None:
-        return "nccl" if cuda_device_count() >= nprocs else "gloo"
+        return _pg.backend_for("cuda" if cuda_device_count() >= nprocs else "cpu")
     name = _pg._check_backend(backend)
     if name == "nccl" and cuda_device_count() < nprocs:
         raise ValueError(f"backend: 'nccl' needs one GPU per process, but nprocs={nprocs} and "

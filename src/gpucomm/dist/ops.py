@@ -18,6 +18,7 @@ import torch.distributed as td
 import gpucomm.dist.debug as debug
 from gpucomm._validate import check_tensor, fail_value
 from gpucomm.collectives import ReduceOp, parse_op
+from gpucomm.collectives.spec import td_op
 from gpucomm.dist.process_group import _GROUP_INFO as _GROUPS
 
 __all__ = [
@@ -50,8 +51,7 @@ batch_isend_irecv = td.batch_isend_irecv
 _all_gather_tensor = getattr(td, "all_gather_single", None) or td.all_gather_into_tensor
 _reduce_scatter_tensor = getattr(td, "reduce_scatter_single", None) or td.reduce_scatter_tensor
 
-_TORCH_OPS = {ReduceOp.SUM: td.ReduceOp.SUM, ReduceOp.MAX: td.ReduceOp.MAX,
-              ReduceOp.MIN: td.ReduceOp.MIN, ReduceOp.PROD: td.ReduceOp.PRODUCT}
+_TORCH_OPS = {o: td_op(td, o) for o in ReduceOp if o is not ReduceOp.AVG}
 _AVG = object()  # the torch op of ReduceOp.AVG depends on the backend
 _RED_OP_TYPE = type(td.ReduceOp.SUM)  # torch.distributed.ReduceOp.RedOpType
 _OPS: dict[object, object] = {}  # op as the caller passed it -> torch op (or _AVG); parse_op once per key

@@ -10,7 +10,7 @@
   private temporary directory, so nothing listens on any socket;
 * an explicit ``store``, ``rank`` and ``world_size`` (what :func:`gpucomm.dist.launch` passes).
 
-The backend is ``nccl`` when CUDA is available and ``gloo`` otherwise.  Under NCCL the current CUDA
+The backend is ``nccl`` when CUDA is available and ``gloo`` otherwise (:func:`backend_for`).  Under NCCL the current CUDA
 device is set to ``cuda:LOCAL_RANK`` before the group is created (one GPU per process), which is the
 device :func:`device` reports and :class:`gpucomm.ProcessGroupCommunicator` holds.
 
@@ -42,6 +42,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "DistEnv",
     "ProcessGroup",
+    "backend_for",
     "current",
     "default_backend",
     "device",
@@ -129,9 +130,18 @@ def _slurm_env(env: Mapping[str, str]) -> DistEnv:
                    master_port=_int_env(env, "MASTER_PORT", _SLURM_DEFAULT_PORT))
 
 
+def backend_for(device_type: str) -> str:
+    """The backend for participants on ``device_type``: NCCL on CUDA, gloo on everything else.
+
+    The one place that choice is made: :func:`init`, :func:`gpucomm.dist.launch`, ``gpucomm bench``
+    and ``gpucomm train`` all ask here.
+    """
+    return "nccl" if device_type == "cuda" else "gloo"
+
+
 def default_backend() -> str:
-    """``"nccl"`` when a CUDA device is visible, ``"gloo"`` otherwise."""
-    return "nccl" if cuda_device_count() > 0 else "gloo"
+    """:func:`backend_for` this machine: ``"nccl"`` when a CUDA device is visible, ``"gloo"`` otherwise."""
+    return backend_for("cuda" if cuda_device_count() > 0 else "cpu")
 
 
 def to_timedelta(timeout: float | int | _dt.timedelta, arg: str = "timeout") -> _dt.timedelta:

@@ -237,7 +237,7 @@ def _interrupted(console, config, writer: _LazyWriter, signum: int | None, *, re
 
 
 def _env(config):
-    from gpucomm.records import collect_env
+    from gpucomm.env import collect_env
 
     return collect_env(config.device_type, extra=_extra(config))
 

@@ -105,12 +105,12 @@ def launch_many(jobs: list[tuple[str, TrainConfig]], nprocs: int) -> list[RunRes
 
     All configs must use one device type (the launch has one backend).
     """
-    from gpucomm.dist import launch
+    from gpucomm.dist import backend_for, launch
 
     types = {config.device_type for _, config in jobs}
     if len(types) != 1:
         raise ValueError(f"launch_many: jobs must share one device type, but got {sorted(types)}")
-    backend = "nccl" if types == {"cuda"} else "gloo"
+    backend = backend_for(types.pop())
     results = launch(_many, nprocs, list(jobs), backend=backend)[0]
     for r in results:
         r.state = state_from_bytes(r.state)
