@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -116,6 +117,28 @@ def test_lock_holds_across_processes(tmp_path):
         out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
                              timeout=120)
     assert out.stdout.startswith("BUSY"), out.stderr
+
+
+def test_a_writer_leaves_nothing_but_records(tmp_path):
+    with R.RecordWriter(tmp_path, R.collect_env("cpu")):
+        pass
+    assert [p.name for p in tmp_path.iterdir()] == [R.RECORDS_FILE]
+
+
+def test_run_dirs_are_named_by_command_utc_time_and_pid(tmp_path, monkeypatch):
+    import datetime as dt
+
+    when = dt.datetime(2026, 12, 3, 14, 15, 2, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    assert R.run_dir_name("bench", when=when, pid=4711) == "bench-20261203-131502-4711"
+    with pytest.raises(ValueError, match="command"):
+        R.run_dir_name("../x")
+    first, second = R.new_run_dir("train", tmp_path), R.new_run_dir("train", tmp_path)  # same second and pid
+    assert first != second and first.is_dir() and second.is_dir()
+    assert first.name.startswith("train-") and first.name.endswith(f"-{os.getpid()}")
+    planned = R.new_run_dir("report", tmp_path / "later", create=False)
+    assert not planned.exists() and not planned.parent.exists()
+    monkeypatch.chdir(tmp_path)
+    assert R.new_run_dir("advise").parent == R.RESULTS_ROOT
 
 
 @pytest.mark.parametrize(("line", "what"), [

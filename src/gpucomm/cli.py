@@ -1,17 +1,23 @@
-"""``gpucomm``: one entry point, subcommands that stand alone.
+"""``gpucomm``: move tensors between GPUs, measure it honestly, and choose how to train on several.
 
 Usage::
 
-    gpucomm bench   [flags]     # collectives side by side: torch.cuda.comm, gpucomm.comm, torch.distributed, gpucomm.dist
-    gpucomm train   [flags]     # DataParallel vs replicated vs DDP on one model, checked equal and timed
-    gpucomm advise  [flags]     # a calibrated cost model that recommends a strategy
-    gpucomm topo    [--json]    # devices, links, CPU/NUMA affinity
-    gpucomm report  DIR [DIR …] # Markdown + HTML report from result directories
+    gpucomm bench             # collectives side by side: torch.cuda.comm, gpucomm.comm,
+                              # torch.distributed and gpucomm.dist
+    gpucomm train             # single vs DataParallel vs replicated vs DDP, checked equal and timed
+    gpucomm advise --help     # a calibrated cost model that recommends a training layout
+    gpucomm topo              # devices, links, CPU/NUMA affinity
+    gpucomm report DIR        # Markdown + HTML report from result directories
+
+Each command ends by saying what it found.  ``gpucomm COMMAND --help`` is that command's manual.
+Results go to a new directory ``gpucomm-results/<command>-<UTC yyyymmdd-hhmmss>-<pid>/`` unless
+``--out`` names one.
+
+Exit status: 0 success; 1 a run failed (wrong results, a floor missed); 2 a usage error, one line on
+stderr, nothing written; 130 interrupted.
 
 Each subcommand lives in its own module, which exposes ``add_parser(subparsers)`` and ``run(args)``;
-this file only registers them.  ``gpucomm <cmd> --help`` is each command's manual.  Exit status: 0 on
-success, 1 when a run failed (wrong results, a floor missed), 2 on a usage error.
-
+this file only registers them and gives every parser the plain-text help of :mod:`gpucomm._help`.
 Building the parsers imports no torch (each ``add_parser`` is torch-free; ``run`` imports what it
 needs), so ``gpucomm --help`` answers at once.  Every usage error is one line on stderr —
 ``gpucomm <cmd>: error: <what>; see gpucomm <cmd> --help`` — with exit status 2: :class:`Parser`
@@ -25,7 +31,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from gpucomm import __version__
+from gpucomm import __version__, _help
 
 __all__ = ["SUBCOMMANDS", "Parser", "build_parser", "main"]
 
@@ -52,10 +58,7 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every subcommand registered."""
-    parser = Parser(
-        prog="gpucomm",
-        description="Move tensors between GPUs, measure it honestly, and choose how to train on several.",
-    )
+    parser = Parser(prog="gpucomm", description=__doc__.split("\n\nEach subcommand lives")[0])
     parser.add_argument("--version", action="version", version=f"gpucomm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for module_name in SUBCOMMANDS.values():
@@ -66,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.add_parser(sub)
+    for sub_parser in (parser, *sub.choices.values()):
+        _help.install(sub_parser)
     return parser
 
 

@@ -6,7 +6,13 @@ devices, topology, NCCL settings, command line; collected by :func:`gpucomm.env.
 
 Rows are appended, flushed and fsync'ed one at a time (:class:`RecordWriter`), so a run that is
 interrupted — Ctrl-C, SIGTERM, a crash — keeps every row it finished.  A writer holds an exclusive
-lock on its directory for its lifetime, so two runs never interleave rows in one file.  Reports, plots and the
+lock on its directory for its lifetime (a ``flock`` on the directory itself, so no lock file is left
+behind), so two runs never interleave rows in one file.
+
+Result directories have one name scheme, whichever command writes them (:func:`new_run_dir`):
+``gpucomm-results/<command>-<UTC yyyymmdd-hhmmss>-<pid>/``, e.g. ``bench-20261203-141502-4711``.
+Names sort by time within a command, say which command wrote them, and two runs started in the same
+second differ by their process id.  Reports, plots and the
 advisor read records through :func:`load` and nothing else; records are JSON, never pickle.
 
 Units, fixed once: sizes in bytes; times in microseconds (``_us``) or milliseconds (``_ms``) as the
@@ -16,6 +22,7 @@ field name says; bandwidths in GB/s = 10^9 bytes/s per direction (nccl-tests' co
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import errno
 import json
 import os
@@ -27,8 +34,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 __all__ = [
-    "LOCK_FILE",
     "RECORDS_FILE",
+    "RESULTS_ROOT",
     "AdviceRecord",
     "ScaleRecord",
     "SCHEMA_VERSION",
@@ -40,14 +47,16 @@ __all__ = [
     "ResultSet",
     "TrainRecord",
     "load",
+    "new_run_dir",
+    "run_dir_name",
     "parse_row",
     "validate_row",
 ]
 
 SCHEMA_VERSION = 1
 RECORDS_FILE = "records.jsonl"
-LOCK_FILE = ".records.lock"
-"""Held (``flock``, exclusive) by the :class:`RecordWriter` writing the directory."""
+RESULTS_ROOT = Path("gpucomm-results")
+"""Where every command's results go by default (relative to the working directory; git-ignored)."""
 
 
 class RecordError(ValueError):
@@ -387,17 +396,52 @@ def parse_row(row: dict[str, Any]) -> Record:
     return cls(**{k: v for k, v in row.items() if k not in ("kind", "schema_version")})
 
 
-def _lock(directory: Path) -> int:
-    """Take the exclusive lock on ``directory`` (a ``flock`` on its :data:`LOCK_FILE`); return its fd.
+def run_dir_name(command: str, *, when: _dt.datetime | None = None, pid: int | None = None) -> str:
+    """``<command>-<UTC yyyymmdd-hhmmss>-<pid>``: the name of a run's default result directory."""
+    if not command or not command.replace("-", "").isalnum():
+        raise ValueError(f"command: expected a command name such as 'bench', but got {command!r}")
+    when = when or _dt.datetime.now(_dt.timezone.utc)
+    return f"{command}-{when.astimezone(_dt.timezone.utc):%Y%m%d-%H%M%S}-{os.getpid() if pid is None else pid}"
 
-    ``flock`` locks die with their process, so a crashed run never leaves the directory locked.
-    Where ``fcntl`` does not exist (Windows) no lock is taken.
+
+def new_run_dir(command: str, parent: str | os.PathLike[str] = RESULTS_ROOT, *, create: bool = True) -> Path:
+    """A new result directory ``<parent>/<command>-<UTC yyyymmdd-hhmmss>-<pid>`` that no run uses.
+
+    ``create=True`` makes it now, exclusively (``-2``, ``-3``… when the name is taken: even a reused
+    pid in the same second cannot share a directory).  ``create=False`` only picks a name that does
+    not exist yet, for a command that makes its directory when its first row is written (so a run that
+    fails before then leaves nothing behind).
+    """
+    parent = Path(parent)
+    base = run_dir_name(command)
+    if create:
+        parent.mkdir(parents=True, exist_ok=True)
+    for k in range(1, 1000):
+        path = parent / (base if k == 1 else f"{base}-{k}")
+        if not create:
+            if not path.exists():
+                return path
+            continue
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"{parent / base}-*: every name is taken")
+
+
+def _lock(directory: Path) -> int:
+    """Take the exclusive lock on ``directory`` (a ``flock`` on the directory itself); return its fd.
+
+    ``flock`` locks die with their process, so a crashed run never leaves the directory locked, and
+    locking the directory rather than a file in it leaves nothing behind.  Where ``fcntl`` does not
+    exist (Windows) no lock is taken.
     """
     try:
         import fcntl
     except ImportError:
         return os.open(os.devnull, os.O_RDONLY)
-    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:

@@ -309,10 +309,11 @@ def _memory(nbytes: int | None) -> str:
 
 def render(topo: Topology, console=None) -> None:
     """Print the device table and the link matrix (or "no CUDA devices") with rich."""
-    from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    from gpucomm._console import make_console
+
+    console = console or make_console()
     if not topo.gpus:
         console.print("no CUDA devices found")
     else:

@@ -81,6 +81,20 @@ def test_usage_errors_exit_2_in_one_line_and_touch_nothing(tmp_path, capsys, mon
     assert not (tmp_path / "out").exists()  # a failed run creates nothing under --out
 
 
+def test_gpus_that_do_not_exist_are_refused_like_bench_refuses_them(tmp_path, capsys, monkeypatch):
+    """No silent switch to another model, no results directory: one line, exit 2."""
+    from gpucomm.devices import cuda_device_count
+
+    monkeypatch.chdir(tmp_path)
+    devices = ",".join(f"cuda:{i}" for i in range(cuda_device_count() + 1))
+    assert main(["train", "--devices", devices]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--devices: cuda:{cuda_device_count()} does not exist" in err, err
+    assert not list(tmp_path.iterdir())
+    assert main(["bench", "--devices", devices]) == 2
+    assert "does not exist" in capsys.readouterr().err and not list(tmp_path.iterdir())
+
+
 def test_argparse_errors_are_one_line(capsys):
     with pytest.raises(SystemExit) as info:
         main(["train", "--steps", "many"])

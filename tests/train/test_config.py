@@ -52,6 +52,14 @@ def test_devices_parsed_and_of_one_type():
         _cfg(devices=["cpu", "cuda:0"])
 
 
+def test_devices_that_do_not_exist_are_refused(monkeypatch):
+    from gpucomm.train import config as train_config
+
+    monkeypatch.setattr(train_config, "cuda_device_count", lambda: 1)
+    with pytest.raises(ConfigError, match=r"--devices: cuda:1 does not exist \(1 CUDA device\(s\) visible\)"):
+        _cfg(devices=["cuda:0", "cuda:1"])
+
+
 def test_precision_and_tolerance_on_cpu():
     cfg = _cfg()
     assert cfg.resolved_precision() == "fp32"

@@ -2,24 +2,29 @@
 
 Usage::
 
-    gpucomm bench                               # everything that applies, on whatever devices exist
-    gpucomm bench -b 1K -e 1G -f 2 --ops all_reduce,all_gather -d bf16
+    gpucomm bench                                 # all that applies here
+    gpucomm bench --ops all_reduce,all_gather -b 1K -e 1G -f 2 -d bf16
     gpucomm bench --backends gpucomm.comm,torch.cuda.comm --devices 0,0,0,0
-    torchrun --nproc-per-node 8 -m gpucomm bench  # process-group backends only, across all ranks
+    torchrun --nproc-per-node 8 -m gpucomm bench  # process groups, all ranks
 
-Method (``docs/performance.md``): nccl-tests' sizes (``-b -e -f``, K/M/G suffixes), untimed warmup
-(``-w``), ``-n`` timed iterations per row with rotating buffers, CUDA events on GPU (``--cuda-graph``
-for graph replays, labelled in every row) or perf_counter on CPU; median and p99; algbw and busbw;
-every row checked exactly (``-c``, ``#wrong``); speedup against torch.cuda.comm (one process) or raw
-torch.distributed (process groups).
+Method (docs/performance.md), as nccl-tests measures: sizes from ``-b`` to ``-e``, times ``-f`` each
+step (K/M/G suffixes); ``-w`` untimed warmup iterations, then ``-n`` timed ones per row with rotating
+buffers; CUDA events on GPU (``--cuda-graph`` times graph replays, labelled in every row), the host
+clock on CPU; median and p99; algbw and busbw; every row checked exactly (``-c``, ``#wrong``); speedup
+against torch.cuda.comm (one process) or raw torch.distributed (process groups).
 
 Where it runs: all visible GPUs (one GPU: 4 slots of cuda:0 for the one-process backends, world size 1
 for the process-group ones); with no GPU, 4 CPU slots and gloo with 2–4 processes, labelled as CPU
 numbers.  Under torchrun only the process-group backends run; rank 0 writes.
 
-Output: ``--out DIR`` (default a new ``./gpucomm-results/<UTC time>-<pid>/``, never an existing one) gets ``records.jsonl`` (an env block,
-then one row per line, each flushed as it finishes) and the report (``gpucomm.report.build``).  Ctrl-C
-or SIGTERM keeps every finished row and still writes the report.
+Output: ``--out DIR`` (default a new ``gpucomm-results/bench-<UTC yyyymmdd-hhmmss>-<pid>/``) gets
+``records.jsonl`` (an env block, then one row per line, each written as it finishes) and the report.
+Ctrl-C or SIGTERM keeps every finished row and still writes the report; a second Ctrl-C while it is
+written is ignored.
+
+Refused before any work, in one line (exit 2, nothing written): sizes whose buffers do not fit in the
+free memory of the devices used (host memory for CPU participants, free GPU memory for GPUs; the
+message gives what is needed and what is there), devices that do not exist, and bad flag values.
 
 Exit status: 0 ok; 1 a row was wrong, a backend failed, or ``--min-busbw`` was missed; 2 usage error;
 130 interrupted (rows and report kept).
@@ -28,7 +33,6 @@ Exit status: 0 ok; 1 a row was wrong, a backend failed, or ``--min-busbw`` was m
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import os
 import signal
 import sys
@@ -81,7 +85,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     t.add_argument("--timeout", type=float, default=600.0,
                    help="seconds the process-group phase may take, a finite number > 0 (default 600)")
     o = p.add_argument_group("output")
-    o.add_argument("--out", help="result directory (default: a new ./gpucomm-results/<UTC time>-<pid>/); "
+    o.add_argument("--out", help="result directory (default: a new gpucomm-results/bench-<UTC time>-<pid>/); "
                                  "refused while another run writes there")
     o.add_argument("--min-busbw", type=float, metavar="GBPS",
                    help="exit 1 if a series' busbw at its largest size is below GBPS")
@@ -242,34 +246,17 @@ def _cuda_count() -> int:
     return cuda_device_count()
 
 
-def _default_out(parent: Path = Path("gpucomm-results")) -> Path:
-    """A new directory ``<parent>/<UTC second>-<pid>`` made exclusively (``-2``, ``-3``… if taken).
-
-    The pid tells two runs started in the same second apart; the exclusive mkdir makes even a reused
-    pid safe, so a default run never writes into another run's directory.
-    """
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    parent.mkdir(parents=True, exist_ok=True)
-    base = f"{stamp}-{os.getpid()}"
-    for k in range(1, 1000):
-        path = parent / (base if k == 1 else f"{base}-{k}")
-        try:
-            path.mkdir()
-        except FileExistsError:
-            continue
-        return path
-    raise FileExistsError(f"{parent / base}-*: every name is taken")
-
-
 def _out_dir(text: str | None) -> Path:
     """The result directory, created and proven writable now (a usage error otherwise).
 
     Called only after every other flag has been checked, so a usage error writes nothing.
     """
-    path = Path(text) if text is not None else Path("gpucomm-results")
+    from gpucomm.records import RESULTS_ROOT, new_run_dir
+
+    path = Path(text) if text is not None else RESULTS_ROOT
     try:
         if text is None:
-            path = _default_out(path)
+            path = new_run_dir("bench", path)
         else:
             path.mkdir(parents=True, exist_ok=True)
         probe = path / ".gpucomm-write-test"

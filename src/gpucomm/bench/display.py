@@ -22,6 +22,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from gpucomm import _console
 from gpucomm.records import BenchRecord
 from gpucomm.report.terminal import bench_table
 
@@ -29,15 +30,13 @@ __all__ = ["LiveView", "make_console"]
 
 
 def make_console(stderr: bool = False) -> Console:
-    """A console for the bench output: the terminal's width, or 120 columns when output is not a terminal.
+    """A console for the bench output at the width every gpucomm command uses.
 
-    A pipe has no width of its own; 120 columns keeps a log file readable without the 80-column caption
-    and notes layout (see :mod:`gpucomm.report.terminal`) being needed there.
+    :func:`gpucomm._console.console_width`: ``COLUMNS`` when set, else the terminal's width, else 120
+    columns (a pipe has no width of its own; 120 keeps a log file readable without the 80-column
+    caption and notes layout of :mod:`gpucomm.report.terminal`).
     """
-    console = Console(stderr=stderr)
-    if not console.is_terminal:
-        console = Console(stderr=stderr, width=120)
-    return console
+    return _console.make_console(stderr=stderr)
 
 
 class LiveView:

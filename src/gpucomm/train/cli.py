@@ -1,49 +1,48 @@
-"""``gpucomm train`` — the same model under single, dp, replicated and ddp, checked equal and timed.
+"""``gpucomm train``: one model under single, dp, replicated and ddp — checked equal and timed.
 
 Usage::
 
-    gpucomm train                                     # every strategy on every GPU (gpt-tiny on CPU)
-    gpucomm train --strategies single,dp,replicated,ddp --model gpt-124m --steps 50 --global-batch 32
+    gpucomm train                      # every strategy on every GPU (gpt-tiny on CPU)
+    gpucomm train --model gpt-124m --steps 50 --global-batch 32
     gpucomm train --model gpt-tiny --devices cpu,cpu --steps 10 --global-batch 8 --assert-equal
     gpucomm train --model mypkg.models:factory --strategies single,replicated   # your own model
-    torchrun --nnodes 2 --nproc-per-node 8 ... -m gpucomm train --strategies ddp --model gpt-350m
+    torchrun --nnodes 2 --nproc-per-node 8 -m gpucomm train --strategies ddp --model gpt-350m
 
-Every strategy sees the same seed, initial weights, data (step ``s``'s global batch is made from
-``(seed, s)``) and global batch, split in order across devices; ``single`` always runs first, as the
+Every strategy sees the same seed, initial weights, data (step s's global batch is made from
+(seed, s)) and global batch, split in order across devices; ``single`` always runs first, as the
 baseline.  Strategies:
 
-* ``single``      — one device (the first of ``--devices``);
-* ``dp``          — ``torch.nn.DataParallel`` over ``--devices`` (CUDA only; "not-applicable" on CPU);
-* ``replicated``  — gpucomm's one-process data parallel: persistent replicas on ``--devices``,
-  bucketed all-reduce through ``gpucomm.comm`` overlapped with backward (``--nproc N``: N processes,
-  each driving its share of the devices);
-* ``ddp``         — ``DistributedDataParallel``, one process per device (``--nproc``; on CUDA one per
-  distinct GPU); under torchrun/SLURM only the strategies that run in processes run, across the job.
+* ``single`` — one device (the first of ``--devices``);
+* ``dp`` — ``torch.nn.DataParallel`` over ``--devices`` (CUDA only; "not-applicable" on CPU);
+* ``replicated`` — gpucomm's one-process data parallel (``gpucomm.parallel``): persistent replicas on
+  ``--devices``, bucketed all-reduce overlapped with backward (``--nproc N``: N processes, each driving
+  its share of the devices);
+* ``ddp`` — ``DistributedDataParallel``, one process per device (``--nproc``; on CUDA one per distinct
+  GPU); under torchrun or SLURM only the strategies that run in processes run, across the job.
 
 Without ``--model``: gpt-124m on GPUs; gpt-tiny when there is no GPU (the output says so), with 20
 steps of 16 samples instead of 50 of 32, so that a plain ``gpucomm train`` on a laptop finishes in
-well under a minute.  ``--devices cuda:0,cuda:0`` on a
-one-GPU machine runs dp and replicated over a repeated cuda:0: the code paths are exercised, the speed
-is not meaningful (the output says so).
+well under a minute.  ``--devices cuda:0,cuda:0`` on a one-GPU machine runs dp and replicated over a
+repeated cuda:0: the code paths are exercised, the speed is not meaningful (the output says so).
 
-Timing (``docs/train.md``): nothing inside the timed steps waits for the GPU — per-step CUDA events,
+Timing (docs/train.md): nothing inside the timed steps waits for the GPU — per-step CUDA events,
 losses read after the last step, batches pinned before the first; on CPU the host clock.  Each row
-also records the host time of a step (Python and kernel launches, measured with the devices idle
-before the step) per device the process drives, and the GPU time of a step.
+also records the host time of a step (Python and kernel launches) per device the process drives, and
+the GPU time of a step.
 
-Output: a progress bar per strategy, a table; ``TrainRecord`` rows in ``--out/records.jsonl`` (default
-``./gpucomm-results/<UTC timestamp>/``, created when the first row is written: a run that fails
-before that leaves nothing behind) and a report there.  ``--assert-equal`` exits 1 unless every
-strategy's per-step losses and final parameters match single's within the tolerance (fp32 1e-5,
-bf16 autocast 3e-2; see ``gpucomm.train.config.TOLERANCES``) and replicated's replicas are
+Output: a progress bar per strategy and a table.  ``TrainRecord`` rows go to
+``records.jsonl`` in ``--out`` (default ``gpucomm-results/train-<UTC yyyymmdd-hhmmss>-<pid>/``, made
+when the first row is written: a run that fails before that leaves nothing behind), with a report.
+``--assert-equal`` exits 1 unless every strategy's per-step losses and final parameters match
+single's within the tolerance (fp32 1e-5, bf16 autocast 3e-2) and replicated's replicas are
 bit-identical.  A strategy that runs out of memory is a failed row naming the strategy, model,
 per-device batch and the device's memory; the others still run.  Ctrl-C or SIGTERM keeps every
 finished row and still writes the report.
 
 Exit status: 0 ok; 1 a strategy failed or (with ``--assert-equal``) differs; 2 usage error (bad flag,
-unknown strategy or model, a batch that does not divide, a factory that fails, an --out that cannot
-be a directory, an --nproc the machine cannot hold); 130 interrupted by Ctrl-C, 143 by SIGTERM (rows
-and report kept).
+unknown strategy or model, devices that do not exist, a batch that does not divide, a factory that
+fails, an ``--out`` that cannot be a directory, an ``--nproc`` the machine cannot hold); 130
+interrupted by Ctrl-C, 143 by SIGTERM.
 """
 
 from __future__ import annotations
@@ -113,7 +112,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--assert-equal", action="store_true", help="exit 1 unless every strategy matches single")
     p.add_argument("--tolerance", type=float, default=None, help="relative tolerance for --assert-equal")
     p.add_argument("--out", type=Path, default=None,
-                   help="result directory (default ./gpucomm-results/<UTC time>/; made at the first row)")
+                   help="result directory (default gpucomm-results/train-<UTC time>-<pid>/; made at the first row)")
     p.add_argument("--no-report", action="store_true", help="skip the Markdown/HTML report")
     return p
 
@@ -189,13 +188,12 @@ class _LazyWriter:
 
 def run(args: argparse.Namespace) -> int:
     """Run the comparison described by ``args``; returns the exit status."""
-    from rich.console import Console
-
+    from gpucomm._console import make_console
     from gpucomm.train.config import ConfigError
     from gpucomm.train.models import ModelError, load_workload
     from gpucomm.train.plan import resolve
 
-    console = Console(stderr=False)
+    console = make_console()
     with _interrupts() as interrupted:
         try:
             try:

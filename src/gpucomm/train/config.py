@@ -7,14 +7,13 @@ usage error costs nothing and says how to fix it.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from gpucomm.devices import cuda_available, default_devices, parse_devices
+from gpucomm.devices import cuda_available, cuda_device_count, default_devices, parse_devices
 from gpucomm.train.defaults import (
     DEFAULT_GLOBAL_BATCH,
     DEFAULT_MODELS,
@@ -47,9 +46,10 @@ class ConfigError(ValueError):
 
 
 def default_out_dir() -> Path:
-    """``./gpucomm-results/<UTC timestamp>/``."""
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return Path("gpucomm-results") / stamp
+    """``./gpucomm-results/train-<UTC yyyymmdd-hhmmss>-<pid>/``, not created (:func:`gpucomm.records.new_run_dir`)."""
+    from gpucomm.records import new_run_dir
+
+    return new_run_dir("train", create=False)
 
 
 _RANK_BYTES = 512 << 20
@@ -168,6 +168,7 @@ class TrainConfig:
         if len(types) > 1:
             raise ConfigError(f"--devices: expected devices of one type, but got {[str(d) for d in self.devices]}; "
                              f"use only CUDA devices or only 'cpu'")
+        self._check_devices_exist()
         if self.steps is None:
             self.steps = DEFAULT_STEPS[self.device_type]
         if self.global_batch is None:
@@ -195,6 +196,13 @@ class TrainConfig:
         if self.out is not None:
             self.out = Path(self.out)
             check_out_dir(self.out)
+
+    def _check_devices_exist(self) -> None:
+        count = cuda_device_count()
+        for d in self.devices:
+            if d.type == "cuda" and (d.index or 0) >= count:
+                fix = "list visible GPUs, e.g. cuda:0" if count else "use --devices cpu,cpu on a machine without one"
+                raise ConfigError(f"--devices: {d} does not exist ({count} CUDA device(s) visible); {fix}")
 
     def _check_nproc(self) -> None:
         if self.nproc is None:
