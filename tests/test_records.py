@@ -120,7 +120,7 @@ def test_lock_holds_across_processes(tmp_path):
 
 
 def test_a_writer_leaves_nothing_but_records(tmp_path):
-    with R.RecordWriter(tmp_path, R.collect_env("cpu")):
+    with R.RecordWriter(tmp_path, collect_env("cpu")):
         pass
     assert [p.name for p in tmp_path.iterdir()] == [R.RECORDS_FILE]
 
