@@ -64,7 +64,7 @@ published case 3: Megatron-LM v1.0 (nv-adlr.github.io/MegatronLMV1, 2020), its 1
   them). Its code is unfused like 2019's, with two passes fewer over the scores each way (the mask one
   in-place masked_fill_, the scaling moved to Q and K), which the --kernels unfused count (2019's) does
   not credit"""
-_TERMS = ("params", "grads", "optimizer", "activations", "logits", "buffers", "reserve")
+_TERMS = ("params", "grads", "optimizer", "activations", "logits", "autocast", "buffers", "margin", "reserve")
 
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
@@ -78,7 +78,10 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
 
 def _line(r: dict, published_tps: float | None) -> str:
     """One layout; the error only where the layout is the published one (a searched one ran nowhere)."""
-    lo = " ".join(f"{k}={v}" for k, v in r["layout"].items())
+    base = ("tp", "pp", "cp", "dp", "shard", "mb", "ac", "vpp")
+    extra = {"stages": None, "reshard": "fwd", "tp_overlap": False, "ag_overlap": False}
+    lo = " ".join(f"{k}={v}" for k, v in r["layout"].items()
+                  if k in base or (k in extra and v != extra[k]) or (k == "wrapper" and v not in ("ddp", "none")))
     err = "" if published_tps is None else \
         f" ({r['tokens_per_s_per_gpu'] / published_tps - 1:+.1%} vs published)"
     return (f"  {lo} | {r['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU{err} | "
@@ -104,9 +107,9 @@ def report(argv: list[str]) -> str:
         if mem is not None and "--layout" in cmd:
             r = rows[0]
             terms = ", ".join(f"{k} {r[f'memory_{k}_bytes'] / GiB:.2f}" for k in _TERMS)
-            total = r["memory_per_gpu_bytes"] / GiB
-            lines.append(f"  memory terms (GiB): {terms}; total {total:.1f} vs {mem} measured: residual "
-                         f"{total - mem:+.1f} GiB ({total / mem - 1:+.0%})")
+            total = r["memory_reserved_bytes"] / GiB
+            lines.append(f"  memory terms (GiB): {terms}; reserved {total:.1f} vs {mem} measured (torchtitan reports "
+                         f"the reserved peak): residual {total - mem:+.1f} GiB ({total / mem - 1:+.0%})")
         lines.append("")
     return "\n".join(lines)
 

@@ -67,6 +67,34 @@ SOURCE_FACTS = {"Megatron-LM 2019": {"seq_len": 1024, "ac": "full", "batch": 8, 
 in the stored paper text; the ZeRO paper's sequence length was not found there, so its row stays out)."""
 
 
+STACKS = {
+    "Megatron-LM": {"weights": "16-bit", "loss": "fused",
+                    "why": "Megatron-LM keeps 16-bit weights with an fp32 master copy in its optimizer (Shoeybi et "
+                           "al. 2019, Narayanan et al. 2021: mixed precision) and computes the loss with its "
+                           "vocab-parallel cross-entropy, in place on the logits (megatron/core/tensor_parallel/"
+                           "cross_entropy.py)"},
+    "ZeRO paper": {"weights": "16-bit", "loss": "fused", "why": "DeepSpeed ZeRO on Megatron-LM: 16-bit weights, "
+                                                                "fp32 master (Rajbhandari et al. SC20, Sec. 3.1)"},
+    "MosaicML llm-foundry": {"weights": "fp32", "loss": "fused",
+                             "why": "Composer FSDP mixed precision keeps fp32 sharded weights; LLM Foundry's MPT "
+                                    "defaults to loss_fn 'fused_crossentropy' (flash-attn's CrossEntropyLoss, "
+                                    "llmfoundry/models/mpt/modeling_mpt.py)"},
+    "torchtitan": {"weights": "fp32", "loss": "upcast",
+                   "why": "FSDP2 MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over fp32 sharded "
+                          "weights; cross_entropy_loss on pred.float() (torchtitan components/loss.py)"},
+    "PyTorch FSDP paper": {"weights": "fp32", "loss": "upcast",
+                           "why": "FSDP bf16 mixed precision over fp32 sharded weights (Zhao et al. 2023, Sec. 4); "
+                                  "the loss implementation is not stated: the advisor's default"},
+}
+"""Each family's software as the advisor's ``--weights`` and ``--loss`` keys, by the row's ``family`` prefix."""
+
+
+def stack(row: dict) -> dict:
+    """The row's weight storage and loss (:data:`STACKS`); the advisor's defaults when the family is unknown."""
+    return next((f for k, f in STACKS.items() if (row.get("family") or "").startswith(k)),
+                {"weights": "fp32", "loss": "upcast"})
+
+
 def _facts(row: dict) -> dict:
     return next((f for k, f in SOURCE_FACTS.items() if (row.get("family") or "").startswith(k)), {})
 
@@ -178,8 +206,14 @@ def command(row: dict) -> tuple[list[str] | None, str]:
         layout.append(f"vpp={row['vpp']}")
     argv = ["advise", "--arch", ",".join(arch), "--hardware", hw, "--nodes", str(max(1, gpus // per_node)),
             "--gpus", str(min(gpus, per_node)), "--global-batch", str(batch), "--layout", ",".join(layout)]
+    dtype = facts.get("dtype") or "bf16"
     if facts.get("dtype"):
-        argv += ["--dtype", facts["dtype"]]
+        argv += ["--dtype", dtype]
+    sw = stack(row)
+    if sw["weights"] == "16-bit":
+        argv += ["--weights", dtype]
+    if sw["loss"] != "upcast":
+        argv += ["--loss", sw["loss"]]
     if kernels(row) != "fused":
         argv += ["--kernels", kernels(row)]
     return [*argv, "--json", "--top", "1"], ""

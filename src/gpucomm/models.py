@@ -68,6 +68,9 @@ class Architecture:
     """A learned position table of ``seq x hidden`` (GPT); False for rotary embeddings (Llama)."""
     biases: bool = False
     """Linear biases and LayerNorm (GPT-2); False: no biases and RMSNorm (Llama)."""
+    dropout: bool = False
+    """Trained with dropout after attention and after the MLP (Megatron's GPT, GPT-3): each keeps a 1-byte
+    mask per element for backward.  False for ``gpucomm.train``'s GPTs (nanoGPT's ``dropout=0.0``) and Llama."""
     source: str = ""
     """Where the figures come from."""
 
@@ -156,10 +159,11 @@ class Architecture:
         return self.flops_per_token(seq) / 3.0
 
 
-def _gpt(name: str, layers: int, hidden: int, heads: int, vocab: int, seq: int, source: str) -> Architecture:
+def _gpt(name: str, layers: int, hidden: int, heads: int, vocab: int, seq: int, source: str,
+         dropout: bool = False) -> Architecture:
     return Architecture(name=name, layers=layers, hidden=hidden, heads=heads, kv_heads=heads,
                         ffn_hidden=4 * hidden, ffn_kind="gelu-4h", vocab=vocab, seq=seq, tied_embeddings=True,
-                        learned_positions=True, biases=True, source=source)
+                        learned_positions=True, biases=True, dropout=dropout, source=source)
 
 
 def _llama(name: str, layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab: int, seq: int,
@@ -183,7 +187,7 @@ ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
     _llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192, _L3),
     _llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192, _L3),
     _gpt("gpt3-175b", 96, 12288, 96, 50257, 2048, "Brown et al. 2020, Language Models are Few-Shot Learners, "
-                                                  "Table 2.1"),
+                                                  "Table 2.1", dropout=True),
 )}
 """Every preset, by name."""
 

@@ -258,11 +258,15 @@ class AdviceRecord:
     """Predicted throughput / (GPUs × one GPU's predicted throughput at the same per-GPU batch); None when
     one GPU cannot hold the model (planner rows)."""
     memory_per_gpu_bytes: int
-    """Predicted peak memory of the most loaded GPU: the sum of the ``memory_*_bytes`` terms below."""
+    """Predicted peak memory of the most loaded GPU that must fit: reserved (allocated + the caching allocator's
+    margin) plus the memory outside PyTorch's allocator (CUDA context, NCCL) — every ``memory_*_bytes`` term
+    below except ``allocated`` and ``reserved`` summed."""
     memory_capacity_bytes: int
-    """Usable bytes of one GPU as the driver reports them (the profile's capacity and its source)."""
+    """Usable bytes of one GPU as the driver reports them (the profile's capacity and its source); 0 when the
+    profile has none (a CPU), and then ``fits`` is True."""
     fits: bool
-    """memory_per_gpu_bytes <= memory_capacity_bytes; a row that does not fit is flagged, never ranked."""
+    """memory_per_gpu_bytes <= memory_capacity_bytes (always True without a capacity); a row that does not fit
+    is flagged, never ranked."""
     comm_share: float
     """Exposed communication time (not hidden behind compute; pipeline bubble excluded) / step time, 0..1."""
     rank: int | None
@@ -302,12 +306,20 @@ class AdviceRecord:
     memory_activations_bytes: int | None = None
     """Stored activations: per micro-batch (Korthikanti et al. 2022, by ``ac``) × micro-batches in flight."""
     memory_logits_bytes: int | None = None
-    """Logits and their gradient (fp32) of the last pipeline stage's micro-batch."""
+    """The logits and the loss's tensors at the start of backward (fp32 log-softmax and gradients when the loss
+    upcasts; 16-bit logits and gradient when it is fused), on the last pipeline stage."""
+    memory_autocast_bytes: int | None = None
+    """16-bit copies of fp32 weights that autocast saves for backward."""
     memory_buffers_bytes: int | None = None
-    """Communication buffers and unsharded units (DDP buckets, FSDP's gathered layers, DataParallel's
-    gathered outputs on device 0)."""
+    """Communication buffers and unsharded units (DDP buckets, FSDP's gathered layers)."""
+    memory_margin_bytes: int | None = None
+    """The caching allocator's reserved-beyond-allocated margin."""
     memory_reserve_bytes: int | None = None
-    """A stated reserve for the CUDA context, NCCL and allocator fragmentation."""
+    """Memory outside PyTorch's allocator (CUDA context, cuBLAS workspaces, NCCL buffers)."""
+    memory_allocated_bytes: int | None = None
+    """Predicted peak allocated (``torch.cuda.max_memory_allocated``): the terms from params to buffers."""
+    memory_reserved_bytes: int | None = None
+    """Predicted peak reserved (``torch.cuda.max_memory_reserved``): allocated + margin."""
 
 
 @dataclass(kw_only=True, slots=True)

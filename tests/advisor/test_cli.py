@@ -7,6 +7,7 @@ import json
 import pytest
 
 from gpucomm import records
+from gpucomm.advisor.layout import LAYOUT_KEYS
 from gpucomm.cli import main
 
 from ._synthetic import SIZES, bench, env, train
@@ -103,11 +104,13 @@ def test_planner_json_contract(capsys):
     assert rows and rows[0]["rank"] == 1
     for row in rows:
         assert _ROW_KEYS <= set(row)
-        assert set(row["layout"]) == {"tp", "pp", "cp", "dp", "shard", "mb", "ac", "vpp"}
+        assert set(row["layout"]) == set(LAYOUT_KEYS)
         assert row["layout"]["shard"] == "fsdp" and row["layout"]["ac"] == "full"
-        terms = [row[f"memory_{k}_bytes"] for k in ("params", "grads", "optimizer", "activations", "logits",
-                                                     "buffers", "reserve")]
-        assert abs(sum(terms) - row["memory_per_gpu_bytes"]) <= len(terms)
+        allocated = [row[f"memory_{k}_bytes"] for k in ("params", "grads", "optimizer", "activations", "logits",
+                                                         "autocast", "buffers")]
+        assert abs(sum(allocated) - row["memory_allocated_bytes"]) <= len(allocated)
+        assert row["memory_reserved_bytes"] == row["memory_allocated_bytes"] + row["memory_margin_bytes"]
+        assert abs(row["memory_reserved_bytes"] + row["memory_reserve_bytes"] - row["memory_per_gpu_bytes"]) <= 2
         records.validate_row(row)
     tps = [r["tokens_per_s_per_gpu"] for r in rows[1:]]
     assert tps == sorted(tps, reverse=True)

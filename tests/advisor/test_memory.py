@@ -1,17 +1,23 @@
-"""Memory terms against hand-computed values from the cited formulas (Korthikanti et al. 2022; ZeRO)."""
+"""Memory terms against hand-computed values from the cited mechanisms (Korthikanti et al. 2022; ZeRO; PyTorch's
+autocast, cross-entropy and DDP; Megatron-Core's pipeline schedules)."""
 
 import pytest
 
 from gpucomm import models
+from gpucomm.advisor import hardware
+from gpucomm.advisor.job import Job
 from gpucomm.advisor.layout import Layout
 from gpucomm.advisor.memory import (
+    ALLOCATOR_MARGIN_BYTES,
     BUCKET_BYTES,
-    RESERVE_BYTES,
+    RUNTIME_BYTES,
     activation_bytes_per_layer,
     activation_terms,
+    in_flight,
     memory,
     model_state_terms,
 )
+from gpucomm.advisor.precision import Precision
 
 S, B, H, A = 2048, 4, 12288, 96  # GPT-3 175B, micro-batch 4
 
@@ -64,72 +70,154 @@ def test_llama3_8b_terms_by_hand():
         activation_bytes_per_layer(8192, 2, 4096, 32, 1, "op")
 
 
+H200 = hardware.get("h200-nvswitch")
+BF16_16BIT = Precision(compute="bf16", weights="bf16")  # ZeRO's 2 + 2 + 12
+
+
+def job(arch, *, global_batch, seq, gpus=8, nodes=1, precision=BF16_16BIT, **kw):
+    return Job(arch=models.get(arch) if isinstance(arch, str) else arch, profile=kw.pop("profile", H200),
+               nodes=nodes, gpus_per_node=gpus, global_batch=global_batch, seq=seq, precision=precision, **kw)
+
+
 def test_issue_case_8b_memory_terms():
-    # issue 11 case 1: 8 GPUs, FSDP, micro-batch 2, torchtitan's op policy
+    # issue 11 case 1: 8 GPUs, FSDP, micro-batch 2, torchtitan's op policy; FSDP2 mixed precision: no autocast
     arch = models.get("llama3-8b")
-    m = memory(arch, Layout(dp=8, shard="fsdp", mb=2, ac="op"), global_batch=16, seq=8192, gpus_per_node=8)
+    m = memory(job(arch, global_batch=16, seq=8192, precision=Precision()), Layout(dp=8, shard="fsdp", mb=2, ac="op"))
     sbh = 8192 * 2 * 4096
-    # 32 layers keep 15.53 s b h; the layer being recomputed holds its 41 s b h working set
-    assert m.activations == pytest.approx(32 * (15.5 + 128 / 4096) * sbh + 41 * sbh)
-    assert m.params + m.grads + m.optimizer == pytest.approx(16 * arch.params() / 8)
+    # 32 layers keep 15.53 s b h; the layer being recomputed holds its 41 s b h working set; the last stage also
+    # keeps the final norm's and the head's inputs (2 + 2 s b h)
+    assert m.activations == pytest.approx(32 * (15.5 + 128 / 4096) * sbh + 41 * sbh + 4 * sbh)
+    assert m.params + m.optimizer == pytest.approx(12 * arch.params() / 8)  # fp32 weights + Adam, sharded
+    assert m.grads == 0  # one micro-batch: zero_grad(set_to_none) left none at the start of backward
+    # the upcast loss: 12 bytes per logit (log-softmax output, its incoming and outgoing gradients, fp32)
+    assert m.loss == 12 * 16384 * 128256
+    assert m.autocast == 0  # FSDP gathers 16-bit weights itself
 
 
 def test_fsdp_terms_for_llama3_70b_on_64_gpus():
     arch = models.get("llama3-70b")
     lo = Layout(dp=64, shard="fsdp", mb=1, ac="full")
-    m = memory(arch, lo, global_batch=64, seq=8192, gpus_per_node=8)
+    m = memory(job(arch, global_batch=64, seq=8192, gpus=8, nodes=8, loss="fused"), lo)
     psi = arch.params()
     assert m.params == pytest.approx(2 * psi / 64)
-    assert m.grads == pytest.approx(2 * psi / 64)
+    assert m.grads == pytest.approx(2 * psi / 64)  # 16-bit-weight stacks keep gradient buffers
     assert m.optimizer == pytest.approx(12 * psi / 64)
     # full recompute: every layer's input, plus one layer's working set while it is recomputed; for Llama-3-70B
     # (kv = h/8, f = 3.5 h, SwiGLU, no dropout) that set is 4 norms + 2 QKV in + 2 Q + 0.25 K + 0.25 V
-    # + 2 attention out + 2 MLP in + 4 x 7 SwiGLU tensors = 40.5 s b h bytes
-    assert m.activations == pytest.approx(80 * 2 * 8192 * 8192 + 40.5 * 8192 * 8192)
-    assert m.logits == pytest.approx(4 * 8192 * arch.vocab)
+    # + 2 attention out + 2 MLP in + 4 x 7 SwiGLU tensors = 40.5 s b h bytes; + final norm and head inputs
+    assert m.activations == pytest.approx(80 * 2 * 8192 * 8192 + 40.5 * 8192 * 8192 + 4 * 8192 * 8192)
+    assert m.loss == pytest.approx(4 * 8192 * arch.vocab)  # fused: 16-bit logits and their gradient
     assert m.buffers == pytest.approx(6 * arch.layer_params())  # 2 gathered layers (bf16) + 1 layer of grads
-    assert m.reserve == RESERVE_BYTES
-    assert m.total == pytest.approx(sum(m.as_dict().values()))
+    assert m.margin == ALLOCATOR_MARGIN_BYTES and m.runtime == RUNTIME_BYTES
+    assert m.allocated == pytest.approx(sum(v for k, v in m.as_dict().items() if k not in ("margin", "runtime")))
+    assert m.reserved == m.allocated + m.margin and m.total == m.reserved + m.runtime
 
 
-def test_zero_stages_shard_what_the_paper_says():
-    arch = models.get("gpt-350m")
-    psi = arch.params()
-    terms = {s: memory(arch, Layout(dp=8, shard=s, mb=1), global_batch=8, seq=1024, gpus_per_node=8)
+def test_zero_stages_shard_what_the_paper_says_at_the_optimizer_step():
+    arch = models.Architecture(name="big", layers=4, hidden=4096, heads=32, kv_heads=32, ffn_hidden=16384,
+                               ffn_kind="gelu-4h", vocab=32000, seq=128, tied_embeddings=True)
+    psi = arch.params()  # tiny activations: the optimizer step is the peak
+    terms = {s: memory(job(arch, global_batch=8, seq=128), Layout(dp=8, shard=s, mb=1))
              for s in ("none", "zero1", "zero2", "zero3")}
-    assert terms["none"].params + terms["none"].grads + terms["none"].optimizer == pytest.approx(16 * psi)
-    z1, z2, z3 = terms["zero1"], terms["zero2"], terms["zero3"]
+    none, z1, z2, z3 = terms.values()
+    assert none.params + none.grads + none.optimizer == pytest.approx(16 * psi)
     assert z1.params + z1.grads + z1.optimizer == pytest.approx(4 * psi + 12 * psi / 8)
     assert z2.params + z2.grads + z2.optimizer == pytest.approx(2 * psi + 14 * psi / 8)
     assert z3.params + z3.grads + z3.optimizer == pytest.approx(16 * psi / 8)
-    assert terms["none"].buffers == BUCKET_BYTES
+    assert z1.buffers == BUCKET_BYTES
+    assert none.buffers == 0  # 16-bit-weight stacks keep gradients in persistent buffers: no bucket copy
 
 
-def test_pipeline_first_stage_holds_pp_micro_batches():
+def test_pipeline_stages_hold_what_megatrons_schedules_hold():
     arch = models.get("gpt3-175b")
     lo = Layout(tp=8, pp=12, dp=4, mb=1, ac="selective")
-    m = memory(arch, lo, global_batch=1536, seq=2048, gpus_per_node=8)
+    m = memory(job(arch, global_batch=1536, seq=2048, gpus=8, nodes=48), lo)
     per_layer = 34 * 2048 * 1 * 12288 / 8
-    assert m.activations == pytest.approx(8 * per_layer * 12)  # 96/12 layers, 12 micro-batches in flight
-    inter = memory(arch, Layout(tp=8, pp=12, dp=4, mb=1, ac="selective", vpp=2), global_batch=1536, seq=2048,
-                   gpus_per_node=8)
-    assert inter.activations == pytest.approx(m.activations * (1 + 11 / 24))
+    assert m.stage == 0 and m.activations == pytest.approx(8 * per_layer * 12)  # 96/12 layers, 12 in flight
+    inter = memory(job(arch, global_batch=1536, seq=2048, gpus=8, nodes=48), Layout(tp=8, pp=12, dp=4, mb=1,
+                                                                                     ac="selective", vpp=2))
+    assert inter.activations == pytest.approx(m.activations * (1 + 11 / 24))  # Narayanan et al.'s factor
+    # warm-up forwards (pp - r - 1), interleaved 2 (pp - r - 1) + (vpp - 1) pp chunks, +1 in flight
+    assert in_flight(Layout(pp=4), 3, 10, 64) == 10 * 1
+    assert in_flight(Layout(pp=4, vpp=2), 1, 10, 64) == (2 * 2 + 4 + 1) * 10 / 2
+    assert in_flight(Layout(pp=4, vpp=2), 0, 10, 2) == 4 * 10 / 2  # m * vpp chunks at most
+
+
+def test_uneven_stages_move_the_peak_to_the_stage_that_holds_most():
+    arch = models.get("llama3-8b")
+    j = job(arch, global_batch=64, seq=8192, gpus=8, loss="fused")
+    even = memory(j, Layout(pp=4, dp=2, mb=1))
+    # fewer layers on the first stage: its 4 micro-batches of 6 layers no longer outweigh stage 1's 3 x 10
+    light = memory(j, Layout(pp=4, dp=2, mb=1, stages=(6, 10, 10, 6)))
+    sbh = 8192 * 4096
+    assert even.stage == 0 and even.activations == pytest.approx(4 * 8 * 41 * sbh)
+    assert light.stage == 1 and light.activations == pytest.approx(3 * 10 * 41 * sbh)
 
 
 def test_hsdp_shards_inside_a_machine():
     arch = models.get("llama2-7b")
-    m = memory(arch, Layout(dp=32, shard="hsdp", mb=1), global_batch=32, seq=4096, gpus_per_node=8)
+    m = memory(job(arch, global_batch=32, seq=4096, gpus=8, nodes=4), Layout(dp=32, shard="hsdp", mb=1))
     assert m.optimizer == pytest.approx(12 * arch.params() / 8)
 
 
 def test_recomputed_layer_holds_its_scores_without_flash():
     arch = models.Architecture(name="gpt", layers=40, hidden=1536, heads=16, kv_heads=16, ffn_hidden=6144,
-                               ffn_kind="gelu-4h", vocab=51200, seq=1024, tied_embeddings=True, biases=True)
-    kw = dict(global_batch=8, seq=1024, gpus_per_node=1)
-    flash = memory(arch, Layout(mb=8, ac="full"), **kw)
-    plain = memory(arch, Layout(mb=8, ac="full"), flash=False, **kw)
+                               ffn_kind="gelu-4h", vocab=51200, seq=1024, tied_embeddings=True, biases=True,
+                               dropout=True)
+    flash = memory(job(arch, global_batch=8, seq=1024, gpus=1), Layout(mb=8, ac="full"))
+    plain = memory(job(arch, global_batch=8, seq=1024, gpus=1, kernels="unfused"), Layout(mb=8, ac="full"))
     # Korthikanti's 5 a s^2 b bytes (softmax output 2, dropout mask 1, dropout output 2) for the one layer
     assert plain.activations - flash.activations == 5 * 16 * 1024**2 * 8
+
+
+def test_gpt124m_single_step_by_hand_under_autocast():
+    """``gpucomm train --model gpt-124m --global-batch 16`` on one H200 (bf16 autocast over fp32 weights, fused
+    AdamW, no dropout, upcast loss): the peak is the start of backward."""
+    arch = models.get("gpt-124m")
+    m = memory(job(arch, global_batch=16, seq=1024, gpus=1, precision=Precision()), Layout(mb=16))
+    psi, sbh, logits = arch.params(), 1024 * 16 * 768, 1024 * 16 * 50304
+    # per layer: fp32 norm inputs 4 + 4, QKV input 2, Q K V 6, attention output 2, MLP input 2, GeLU in/out 8 + 8
+    assert m.activations == pytest.approx(12 * 36 * sbh + (4 + 2) * sbh)
+    assert m.params == 4 * psi and m.optimizer == 8 * psi and m.grads == 0
+    assert m.autocast == 2 * arch.matmul_params()  # each matmul's bf16 weight copy, saved for backward
+    assert m.loss == 12 * logits
+    # 16.0 GiB by hand; the H200 run measured 16.05 GiB allocated (train-host-r2_h200x1_2026-12-03, single)
+    assert m.allocated / 2**30 == pytest.approx(16.05, rel=0.02)
+
+
+def test_ddp_buckets_copy_the_gradients_and_replicated_keeps_views():
+    arch = models.get("gpt-124m")
+    j = job(arch, global_batch=16, seq=1024, gpus=1, precision=Precision())
+    single = memory(j, Layout(mb=16))
+    ddp = memory(j, Layout(mb=16, wrapper="ddp"))
+    assert ddp.buffers == 4 * arch.params() and ddp.allocated - single.allocated == 4 * arch.params()
+    rep = memory(job(arch, global_batch=16, seq=1024, gpus=2, precision=Precision()),
+                 Layout(dp=2, mb=8, wrapper="replicated"))
+    assert rep.buffers == 0 and rep.grads == 4 * arch.params()  # bucket views: persistent gradients
+
+
+def test_colocated_replicas_add_up_and_dataparallel_shares_device_zero():
+    arch = models.get("gpt-124m")
+    kw = dict(global_batch=16, seq=1024, gpus=2, precision=Precision(), colocated=2)
+    one = memory(job(arch, global_batch=8, seq=1024, gpus=1, precision=Precision()), Layout(mb=8, wrapper="replicated"))
+    rep = memory(job(arch, **kw), Layout(dp=2, mb=8, wrapper="replicated"))
+    assert rep.allocated == pytest.approx(2 * one.allocated)
+    dp = memory(job(arch, **kw), Layout(dp=2, mb=8, wrapper="dataparallel"))
+    psi = arch.params()
+    # device 0: weights + its replica's copy, one optimizer, both replicas' activations and casts, and the loss
+    # over the whole gathered batch of 16
+    assert dp.params == 2 * 4 * psi and dp.optimizer == 8 * psi
+    assert dp.loss == 12 * 16 * 1024 * 50304
+    assert dp.activations == pytest.approx(2 * one.activations)
+
+
+def test_cpu_profile_has_no_runtime_or_margin():
+    arch = models.get("gpt-tiny")
+    prof = hardware.HardwareProfile(name="cpu", kind="cpu-gloo", description="", peak_tflops={}, memory_bytes=None,
+                                    memory_bw_gbps=None, max_gpus_per_node=2, intra=hardware.NVSWITCH_H, inter=None)
+    m = memory(job(arch, global_batch=32, seq=32, gpus=1, precision=Precision(compute="fp32"), profile=prof),
+               Layout(mb=32))
+    assert m.margin == 0 and m.runtime == 0 and m.autocast == 0
 
 
 def test_model_state_terms_match_the_zero_paper_table():

@@ -51,7 +51,7 @@ def test_unfused_layer_bytes_by_hand_for_megatron_2019_gpt():
 
     arch = models.Architecture(name="gpt2-1.2b", layers=40, hidden=1536, heads=16, kv_heads=16, ffn_hidden=6144,
                                ffn_kind="gelu-4h", vocab=51200, seq=1024, tied_embeddings=True,
-                               learned_positions=True, biases=True)
+                               learned_positions=True, biases=True, dropout=True)
     h, S = 1536, 2 * 16 * 1024  # one fp16 pass over a token's scores on one GPU
     u = unfused_layer_bytes(arch, 1024, 1)
     # forward: outside TP 38h (2 LN 4h, 2 residual 6h, 2 bias 4h, 2 dropout 5h) + inside 60h
@@ -66,7 +66,7 @@ def test_unfused_layer_bytes_by_hand_for_megatron_2019_gpt():
 def test_unfused_kernels_add_the_derived_traffic_to_the_step():
     arch = models.Architecture(name="gpt2-1.2b", layers=40, hidden=1536, heads=16, kv_heads=16, ffn_hidden=6144,
                                ffn_kind="gelu-4h", vocab=51200, seq=1024, tied_embeddings=True,
-                               learned_positions=True, biases=True)
+                               learned_positions=True, biases=True, dropout=True)
     p = hardware.get("v100-dgx2h")
     kw = dict(global_batch=8, seq=1024, gpus_per_node=1, dtype="fp16")
     fused = step_time(arch, Layout(mb=8, ac="full"), p, **kw)

@@ -90,6 +90,10 @@ class AdviseConfig:
     """``--layout`` string (planner)."""
     kernels: str = "fused"
     """``--kernels`` (planner): the software stack's kernels, fused or unfused."""
+    loss: str = "upcast"
+    """``--loss``: upcast or fused cross-entropy."""
+    weights: str = "fp32"
+    """``--weights``: weight storage, fp32 (autocast) or 16-bit with an fp32 master."""
     top: int
     params: int | None
     layers: int | None
@@ -152,6 +156,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     help="planner: the software stack's kernels, fused (default: flash attention, fused "
                          "norm/bias/GeLU/dropout, sequence parallel) or unfused (Megatron-LM 2019: s x s "
                          "scores in memory, one kernel per elementwise op)")
+    wl.add_argument("--loss", default="upcast", help="cross-entropy: upcast (default: F.cross_entropy on fp32 "
+                                                     "logits) or fused (a fused/chunked kernel)")
+    wl.add_argument("--weights", default="fp32", help="weight storage: fp32 (default; autocast) or bf16/fp16 "
+                                                      "(16-bit weights, fp32 master in the optimizer)")
     wl.add_argument("--params", type=float, help="parameter count instead of a model name, e.g. 7e9 (no shape: "
                                                  "activations are not counted)")
     wl.add_argument("--layers", type=int, help="a custom GPT of this depth (with --d-model)")
@@ -192,7 +200,8 @@ def config_from_args(args: argparse.Namespace) -> AdviseConfig:
     return AdviseConfig(hardware=args.hardware, network=args.network, profile=args.profile,
                         calibrate=list(args.calibrate), save_profile=args.save_profile, gpus=args.gpus,
                         nodes=args.nodes, model=args.model, arch=args.arch, layout=args.layout,
-                        kernels=getattr(args, "kernels", "fused"), top=args.top,
+                        kernels=getattr(args, "kernels", "fused"), top=args.top, loss=args.loss,
+                        weights=args.weights,
                         params=None if params is None else int(params),
                         layers=args.layers, d_model=args.d_model,
                         global_batch=args.global_batch, seq_len=args.seq_len, dtype=args.dtype,
@@ -446,7 +455,7 @@ def _planner_mode(cfg: AdviseConfig) -> bool:
 
 def _planner_job(cfg: AdviseConfig, profile):
     from gpucomm import models
-    from gpucomm.advisor import cost, layout, search, timing
+    from gpucomm.advisor import layout, timing
 
     if cfg.arch and cfg.model:
         raise layout.LayoutError("--arch and --model: give one of them")
@@ -459,19 +468,19 @@ def _planner_job(cfg: AdviseConfig, profile):
     if cfg.kernels not in timing.KERNELS:
         raise layout.LayoutError(f"--kernels {cfg.kernels!r}: expected one of {'|'.join(timing.KERNELS)}; "
                                  f"e.g. --kernels unfused for a stack without flash attention")
-    precision = cost.PRECISIONS.get(cfg.dtype)
-    if precision is None:
-        raise layout.LayoutError(f"--dtype {cfg.dtype!r}: expected one of {', '.join(cost.PRECISIONS)}")
+    from gpucomm.advisor.job import Job
+    from gpucomm.advisor.precision import Precision
+
+    dtype = "bf16" if cfg.dtype == "bf16-autocast" else cfg.dtype
+    precision = Precision(compute=dtype, weights=cfg.weights, optimizer=cfg.optimizer)
     seq = cfg.seq_len or arch.seq
     gpus = cfg.gpus * cfg.nodes
     batch = cfg.global_batch
     if batch is None:
         batch = gpus * max(1, round(2**21 / (seq * gpus)))
     efficiency, how = _calibrated_efficiency(profile)
-    job = search.Job(arch=arch, profile=profile, nodes=cfg.nodes, gpus_per_node=cfg.gpus, global_batch=batch,
-                     seq=seq, dtype=precision.compute_dtype, weight_bytes=precision.weight_bytes,
-                     grad_bytes=precision.grad_bytes, optimizer_bytes=precision.optimizer_bytes[cfg.optimizer],
-                     efficiency=efficiency, kernels=cfg.kernels)
+    job = Job(arch=arch, profile=profile, nodes=cfg.nodes, gpus_per_node=cfg.gpus, global_batch=batch,
+              seq=seq, precision=precision, efficiency=efficiency, kernels=cfg.kernels, loss=cfg.loss)
     return job, how
 
 
@@ -485,7 +494,7 @@ def _calibrated_efficiency(profile) -> tuple[float | None, str]:
     shapes and layouts.
     """
     from gpucomm import models
-    from gpucomm.advisor import layout, search, timing
+    from gpucomm.advisor import layout, timing
 
     compute = (profile.calibration or {}).get("compute") or {}
     base = profile.gemm_efficiency or timing.GEMM_EFFICIENCY
@@ -496,9 +505,8 @@ def _calibrated_efficiency(profile) -> tuple[float | None, str]:
             continue
         for batch, step_s in fit.get("points") or []:
             batch = int(batch)
-            job = search.Job(arch=arch, profile=profile, nodes=1, gpus_per_node=1, global_batch=batch,
-                             seq=fit.get("seq_len") or arch.seq)
-            t = timing.step_time(arch, layout.Layout(mb=batch), profile, global_batch=batch, seq=job.seq,
+            seq = fit.get("seq_len") or arch.seq
+            t = timing.step_time(arch, layout.Layout(mb=batch), profile, global_batch=batch, seq=seq,
                                  gpus_per_node=1, efficiency=base)
             if step_s > 0:
                 ratios.append(t.step_s / step_s)
@@ -522,7 +530,9 @@ def _planner_assumptions(job, how: str) -> list[str]:
              "unfused kernels (--kernels unfused): s x s scores materialised, the whole square computed, one "
              "memory pass per elementwise op as in Megatron-LM 2019, the loss at "
              f"{timing.LOSS_BYTES_PER_LOGIT_UNFUSED:.0f} B per logit"),
-            f"memory reserve {memory.RESERVE_BYTES / 2**30:.0f} GiB (CUDA context, NCCL, allocator) is assumed",
+            f"memory outside PyTorch {memory.RUNTIME_BYTES / 2**30:.0f} GiB (CUDA context, NCCL) and the allocator's "
+            f"reserved margin {memory.ALLOCATOR_MARGIN_BYTES / 2**30:.0f} GiB are assumed",
+            f"{job.precision.label()}; loss {job.loss} (--loss)",
             f"capacity {p.memory_bytes / 2**30:.2f} GiB per GPU: {p.sources.get('memory_bytes', '')}",
             f"global batch {job.global_batch} x {job.seq} tokens"]
 
@@ -544,8 +554,10 @@ def _plan_rows(plans, job, profile) -> list[Any]:
             layout=p.layout.as_dict(), tokens_per_s_per_gpu=p.tokens_per_s_per_gpu, mfu=p.mfu,
             exposed_comm_s=t.exposed_comm_s, bubble_s=t.bubble_s, memory_params_bytes=int(m.params),
             memory_grads_bytes=int(m.grads), memory_optimizer_bytes=int(m.optimizer),
-            memory_activations_bytes=int(m.activations), memory_logits_bytes=int(m.logits),
-            memory_buffers_bytes=int(m.buffers), memory_reserve_bytes=int(m.reserve)))
+            memory_activations_bytes=int(m.activations), memory_logits_bytes=int(m.loss),
+            memory_autocast_bytes=int(m.autocast), memory_buffers_bytes=int(m.buffers),
+            memory_margin_bytes=int(m.margin), memory_reserve_bytes=int(m.runtime),
+            memory_allocated_bytes=int(m.allocated), memory_reserved_bytes=int(m.reserved)))
     return rows
 
 

@@ -1,19 +1,50 @@
 """A parallel layout, and the two CLI strings that describe a job: ``--layout`` and ``--arch``.
 
 A layout splits ``tp x pp x cp x dp`` GPUs (Megatron's order, tensor parallel innermost so that it stays
-inside a machine, pipeline outermost): tensor parallel ``tp`` over the heads and the MLP, pipeline ``pp``
-over the layers (``vpp`` virtual stages per rank for the interleaved 1F1B schedule), context parallel
-``cp`` over the sequence, data parallel ``dp`` over the batch with a sharding scheme (``none``; ZeRO
-stages ``zero1``/``zero2``/``zero3``; ``fsdp`` = zero3 with per-layer units; ``hsdp`` = fsdp inside a
-machine, replicated across machines), a micro-batch ``mb`` (sequences per model replica per forward) and
-activation checkpointing ``ac`` (``none``; ``selective``: Megatron's, Korthikanti et al. 2022, the
-attention core recomputed; ``op``: torchtitan's per-op selective policy, every second matmul recomputed;
-``full``).  Gradient accumulation follows:
-``global_batch / (dp x mb)`` micro-batches per step.
+inside a machine, pipeline outermost) and says how each dimension runs.  Every key, its default and where the
+mechanism comes from:
 
-``--layout tp=8,pp=4,mb=1`` fixes those keys and leaves the others to the search (``ac=auto`` too).
-Every check here raises :class:`LayoutError` with one line naming the key, the value, the constraint and
-a fix; the CLI turns it into exit status 2.
+* ``tp``: tensor parallel over the heads and the MLP, with sequence parallel (Megatron-LM).
+  ``tp_overlap=0|1`` (default 0, the default of Megatron-Core's ``--tp-comm-overlap`` and of torchtitan's
+  ``enable_async_tensor_parallel``): 1 overlaps each sequence-parallel all-gather and reduce-scatter with the
+  GEMM it is split against (Megatron-Core's userbuffer overlap through Transformer Engine; PyTorch's async
+  TP, ``torch.distributed._symmetric_memory``'s fused all-gather-matmul and matmul-reduce-scatter).
+* ``pp``: pipeline stages over the layers, 1F1B schedule.  ``stages=7+8+8+7`` gives each stage's layer
+  count (it must sum to the layers; default: as even as possible, the first ``L mod pp`` stages one layer
+  more); the first stage also holds the embedding, the last the final norm, head and loss (Megatron-LM's
+  ``--decoder-first/last-pipeline-num-layers``; the Llama 3 paper, Sec. 3.3.2, gave its first and last
+  stages one layer less).  ``vpp``: virtual stages per rank for the interleaved schedule; it must divide
+  every stage's layer count (each rank holds ``vpp`` chunks of ``layers / vpp`` layers).
+* ``cp``: context parallel over the sequence (ring attention).
+* ``dp``: data parallel over the batch, with a sharding scheme ``shard``: ``none``; ZeRO stages
+  ``zero1``/``zero2``/``zero3``; ``fsdp`` = zero3 with per-layer units; ``hsdp`` = fsdp inside a machine,
+  replicated across machines.
+
+  - ``reshard=fwd|bwd|step`` (zero3/fsdp/hsdp; default ``fwd``): when gathered weights are freed.  ``fwd``
+    frees them after each unit's forward and gathers again for its backward, every micro-batch (FSDP2's
+    ``reshard_after_forward=True``, its default; DeepSpeed ZeRO-3); ``bwd`` keeps them from forward to
+    backward, one gather per micro-batch (``reshard_after_forward=False``; FSDP1's ``SHARD_GRAD_OP``);
+    ``step`` keeps the weights and the unsharded gradients across the micro-batches of a step: one gather
+    and one reduce-scatter per step (``set_reshard_after_backward(False)`` with
+    ``set_requires_gradient_sync(False)`` until the last micro-batch).
+  - ``ag_overlap=0|1`` (zero1/zero2; default 0, as Megatron-Core's ``--overlap-param-gather``): 1 overlaps
+    the all-gather of the updated weights with the next step's forward.
+  - ``wrapper``: who runs data parallel.  ``ddp`` (the default when dp x cp > 1): one process per GPU — torch
+    DDP's (or Megatron's) bucketed all-reduce overlapped with backward, or the sharded wrapper ``shard``
+    names.  ``none`` (the default for one replica): a plain step, no wrapper.  ``replicated`` (gpucomm's
+    :mod:`gpucomm.parallel`) and ``dataparallel`` (``torch.nn.DataParallel``): one process driving every GPU
+    of one machine (shard=none, tp = pp = cp = 1).
+
+* ``mb``: micro-batch, sequences per model replica per forward; gradient accumulation follows:
+  ``global_batch / (dp x mb)`` micro-batches per step.
+* ``ac``: activation checkpointing — ``none``; ``selective``: Megatron's, Korthikanti et al. 2022, the
+  attention core recomputed; ``op``: torchtitan's per-op selective policy, every second matmul recomputed;
+  ``full``.
+
+``--layout tp=8,pp=4,mb=1`` fixes those keys and leaves the others to the search (``ac=auto`` too).  The
+named strategies ``gpucomm train`` measures are presets of a layout (:data:`STRATEGIES`).  Every check here
+raises :class:`LayoutError` with one line naming the key, the value, the constraint and a fix; the CLI turns it
+into exit status 2.
 """
 
 from __future__ import annotations
@@ -23,18 +54,45 @@ from typing import Any
 
 from gpucomm import models
 
-__all__ = ["AC", "INT_KEYS", "LAYOUT_KEYS", "SHARDS", "Layout", "LayoutError", "check", "parse_arch",
-           "parse_layout"]
+__all__ = ["AC", "INT_KEYS", "LAYOUT_KEYS", "RESHARD", "SHARDS", "STRATEGIES", "WRAPPERS", "Layout", "LayoutError",
+           "balanced_stages", "check", "parse_arch", "parse_layout", "preset"]
 
 SHARDS = ("none", "zero1", "zero2", "zero3", "fsdp", "hsdp")
+GATHERED = ("zero3", "fsdp", "hsdp")
+"""Schemes that shard the weights and gather them per unit."""
 AC = ("none", "selective", "op", "full")
+RESHARD = ("fwd", "bwd", "step")
+WRAPPERS = ("none", "ddp", "replicated", "dataparallel")
+ONE_PROCESS = ("replicated", "dataparallel")
+"""Wrappers that drive every GPU of a machine from one process."""
 INT_KEYS = ("tp", "pp", "cp", "dp", "mb", "vpp")
-LAYOUT_KEYS = ("tp", "pp", "cp", "dp", "shard", "mb", "ac", "vpp")
-_ARCH_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "ffn_kind", "vocab", "seq", "tied")
+FLAG_KEYS = ("tp_overlap", "ag_overlap")
+LAYOUT_KEYS = ("tp", "pp", "cp", "dp", "shard", "mb", "ac", "vpp", "stages", "reshard", "tp_overlap",
+               "ag_overlap", "wrapper")
+_ARCH_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn", "ffn_kind", "vocab", "seq", "tied", "dropout")
+
+STRATEGIES: dict[str, dict[str, Any]] = {
+    "single": {"wrapper": "none"},
+    "dp": {"wrapper": "dataparallel"},
+    "replicated": {"wrapper": "replicated"},
+    "ddp": {"wrapper": "ddp"},
+    "zero1": {"shard": "zero1"},
+    "zero2": {"shard": "zero2"},
+    "zero3": {"shard": "zero3"},
+    "fsdp": {"shard": "fsdp"},
+}
+"""The named strategies of ``gpucomm train`` as layout keys: data parallel over every GPU, one micro-batch of
+``global_batch / GPUs`` sequences per GPU (no accumulation), no checkpointing (:func:`preset`)."""
 
 
 class LayoutError(ValueError):
     """A layout or architecture string, or a layout that cannot run this job (one line, with the fix)."""
+
+
+def balanced_stages(layers: int, pp: int) -> tuple[int, ...]:
+    """``layers`` over ``pp`` stages as evenly as possible, the first ``layers mod pp`` stages one more."""
+    q, r = divmod(layers, pp)
+    return tuple(q + 1 if i < r else q for i in range(pp))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -49,26 +107,71 @@ class Layout:
     mb: int = 1
     ac: str = "none"
     vpp: int = 1
+    stages: tuple[int, ...] | None = None
+    """Layers per pipeline stage; None: :func:`balanced_stages`."""
+    reshard: str = "fwd"
+    tp_overlap: bool = False
+    ag_overlap: bool = False
+    wrapper: str = "auto"
+    """"auto": ``ddp`` when dp x cp > 1, else ``none`` (:attr:`wrap`)."""
 
     @property
     def gpus(self) -> int:
         return self.tp * self.pp * self.cp * self.dp
 
+    @property
+    def wrap(self) -> str:
+        """The wrapper, "auto" resolved."""
+        if self.wrapper != "auto":
+            return self.wrapper
+        return "ddp" if self.dp * self.cp > 1 else "none"
+
+    @property
+    def one_process(self) -> bool:
+        return self.wrap in ONE_PROCESS
+
+    def stage_layers(self, layers: int) -> tuple[int, ...]:
+        """Layers of each pipeline stage, first to last."""
+        return self.stages if self.stages is not None else balanced_stages(layers, self.pp)
+
     def as_dict(self) -> dict[str, Any]:
-        """Every key, in :data:`LAYOUT_KEYS` order (what records and ``--json`` carry)."""
-        return {k: getattr(self, k) for k in LAYOUT_KEYS}
+        """Every key, in :data:`LAYOUT_KEYS` order (what records and ``--json`` carry); the wrapper resolved."""
+        d = {k: getattr(self, k) for k in LAYOUT_KEYS}
+        d["stages"] = None if self.stages is None else list(self.stages)
+        d["wrapper"] = self.wrap
+        return d
 
     def label(self) -> str:
-        """Short form: the keys that differ from 1/"none", e.g. "tp8 pp4 dp32 mb1 ac=full"."""
+        """Short form: the keys that differ from their defaults, e.g. "tp8 pp4 dp32 mb1 ac=full"."""
         parts = [f"{k}{getattr(self, k)}" for k in ("tp", "pp", "cp", "dp") if getattr(self, k) != 1 or k == "dp"]
+        if self.stages is not None:
+            parts.append("stages=" + "+".join(map(str, self.stages)))
         if self.vpp != 1:
             parts.append(f"vpp{self.vpp}")
         if self.shard != "none":
-            parts.append(self.shard)
+            parts.append(self.shard + (f" reshard={self.reshard}" if self.reshard != "fwd" else ""))
+        if self.wrap in ONE_PROCESS:
+            parts.append(self.wrap)
         parts.append(f"mb{self.mb}")
         if self.ac != "none":
             parts.append(f"ac={self.ac}")
+        parts += [k.replace("_", "-") for k in FLAG_KEYS if getattr(self, k)]
         return " ".join(parts)
+
+
+def preset(strategy: str, gpus: int, global_batch: int) -> Layout:
+    """The layout of a named strategy (:data:`STRATEGIES`) on ``gpus`` GPUs.
+
+    Raises:
+        LayoutError: unknown strategy, or a batch that does not split over the GPUs.
+    """
+    keys = STRATEGIES.get(strategy)
+    if keys is None:
+        raise LayoutError(f"--strategies {strategy!r}: expected a comma list of {', '.join(STRATEGIES)}")
+    if global_batch % gpus:
+        raise LayoutError(f"--global-batch {global_batch}: must divide over the {gpus} GPUs (--nodes x --gpus); "
+                          f"use a multiple of {gpus}")
+    return Layout(dp=gpus, mb=global_batch // gpus, **keys)
 
 
 def _pairs(text: str, flag: str, keys: tuple[str, ...]) -> dict[str, str]:
@@ -99,6 +202,21 @@ def _int(flag: str, key: str, value: str) -> int:
     return v
 
 
+def _stages(value: str) -> tuple[int, ...]:
+    parts = value.split("+")
+    out = tuple(_int("--layout", "stages", p.strip()) if p.strip() else 0 for p in parts)
+    if any(n < 1 for n in out):
+        raise LayoutError(f"--layout stages={value!r}: expected layer counts >= 1 joined by '+'; "
+                          f"e.g. stages=7+8+8+7")
+    return out
+
+
+def _choice(key: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise LayoutError(f"--layout {key}={value!r}: expected one of {'|'.join(choices)}")
+    return value
+
+
 def parse_layout(text: str | None) -> dict[str, Any]:
     """The keys a ``--layout`` string fixes, typed; keys left out (and ``ac=auto``) are absent (searched)."""
     if not text:
@@ -109,22 +227,27 @@ def parse_layout(text: str | None) -> dict[str, Any]:
         if key in INT_KEYS:
             out[key] = _int("--layout", key, value)
         elif key == "shard":
-            if value not in SHARDS:
-                raise LayoutError(f"--layout shard={value!r}: expected one of {'|'.join(SHARDS)}")
-            out[key] = value
+            out[key] = _choice(key, value, SHARDS)
+        elif key == "reshard":
+            out[key] = _choice(key, value, RESHARD)
+        elif key == "wrapper":
+            out[key] = _choice(key, value, WRAPPERS)
+        elif key in FLAG_KEYS:
+            out[key] = _choice(key, value, ("0", "1")) == "1"
+        elif key == "stages":
+            out[key] = _stages(value)
         elif value != "auto":  # ac
-            if value not in AC:
-                raise LayoutError(f"--layout ac={value!r}: expected one of {'|'.join(AC)}|auto")
-            out[key] = value
+            out[key] = _choice(key, value, (*AC, "auto"))
     return out
 
 
 def parse_arch(text: str) -> models.Architecture:
     """An :class:`~gpucomm.models.Architecture` from ``layers=..,hidden=..,heads=..[,kv_heads=..,ffn=..,
-    ffn_kind=gelu-4h|swiglu,vocab=..,seq=..,tied=0|1]``.
+    ffn_kind=gelu-4h|swiglu,vocab=..,seq=..,tied=0|1,dropout=0|1]``.
 
     Defaults: kv_heads = heads; ffn_kind "gelu-4h" with ffn = 4 hidden unless ``ffn`` is given and
-    ``ffn_kind`` is not (then "swiglu", the kind whose width is not 4h); vocab 50304; seq 2048; untied.
+    ``ffn_kind`` is not (then "swiglu", the kind whose width is not 4h); vocab 50304; seq 2048; untied;
+    dropout for gelu-4h (Megatron's GPT trains with it), none for swiglu.
     """
     raw = _pairs(text, "--arch", _ARCH_KEYS)
     missing = [k for k in ("layers", "hidden", "heads") if k not in raw]
@@ -138,13 +261,16 @@ def parse_arch(text: str) -> models.Architecture:
     tied = raw.get("tied", "0")
     if tied not in ("0", "1"):
         raise LayoutError(f"--arch tied={tied!r}: expected 0 or 1")
+    dropout = raw.get("dropout", "1" if kind == "gelu-4h" else "0")
+    if dropout not in ("0", "1"):
+        raise LayoutError(f"--arch dropout={dropout!r}: expected 0 or 1")
     name = f"arch:L{ints['layers']}-h{h}-a{ints['heads']}"
     try:
         return models.Architecture(
             name=name, layers=ints["layers"], hidden=h, heads=ints["heads"],
             kv_heads=ints.get("kv_heads", ints["heads"]), ffn_hidden=ints.get("ffn", 4 * h), ffn_kind=kind,
             vocab=ints.get("vocab", 50304), seq=ints.get("seq", 2048), tied_embeddings=tied == "1",
-            learned_positions=False, biases=kind == "gelu-4h", source="--arch")
+            learned_positions=False, biases=kind == "gelu-4h", dropout=dropout == "1", source="--arch")
     except ValueError as exc:
         raise LayoutError(f"--arch: {exc}") from None
 
@@ -153,10 +279,11 @@ def check(layout: Layout, arch: models.Architecture, *, gpus: int, gpus_per_node
           seq: int, nodes: int = 1) -> None:
     """Raise :class:`LayoutError` unless ``layout`` can run this job (the first broken rule, with a fix)."""
     L = layout
-    if L.shard not in SHARDS:
-        raise LayoutError(f"--layout shard={L.shard!r}: expected one of {'|'.join(SHARDS)}")
-    if L.ac not in AC:
-        raise LayoutError(f"--layout ac={L.ac!r}: expected one of {'|'.join(AC)}")
+    _choice("shard", L.shard, SHARDS)
+    _choice("ac", L.ac, AC)
+    _choice("reshard", L.reshard, RESHARD)
+    if L.wrapper != "auto":
+        _choice("wrapper", L.wrapper, WRAPPERS)
     if arch.heads % L.tp:
         raise LayoutError(f"--layout tp={L.tp}: must divide the {arch.heads} attention heads; "
                           f"use a divisor of {arch.heads}")
@@ -169,15 +296,47 @@ def check(layout: Layout, arch: models.Architecture, *, gpus: int, gpus_per_node
     if L.pp > arch.layers:
         raise LayoutError(f"--layout pp={L.pp}: more stages than the {arch.layers} layers; use pp <= "
                           f"{arch.layers}")
-    if L.vpp > 1 and (L.pp == 1 or arch.layers % (L.pp * L.vpp)):
-        raise LayoutError(f"--layout vpp={L.vpp}: needs pp > 1 and pp*vpp dividing the {arch.layers} layers; "
-                          f"use vpp=1 or another pp")
+    if L.stages is not None:
+        if len(L.stages) != L.pp:
+            raise LayoutError(f"--layout stages={'+'.join(map(str, L.stages))}: {len(L.stages)} stages, but "
+                              f"pp={L.pp}; give one layer count per stage")
+        if sum(L.stages) != arch.layers:
+            raise LayoutError(f"--layout stages={'+'.join(map(str, L.stages))}: sums to {sum(L.stages)}, but the "
+                              f"model has {arch.layers} layers; make the counts sum to {arch.layers}")
+    if L.vpp > 1:
+        if L.pp == 1:
+            raise LayoutError(f"--layout vpp={L.vpp}: virtual stages need pp > 1; use vpp=1 or pp > 1")
+        bad = [n for n in L.stage_layers(arch.layers) if n % L.vpp]
+        if bad:
+            raise LayoutError(f"--layout vpp={L.vpp}: must divide every stage's layer count "
+                              f"({'+'.join(map(str, L.stage_layers(arch.layers)))}), but {bad[0]} is not a "
+                              f"multiple; use a vpp dividing each stage, or give stages=")
     if seq % L.cp:
         raise LayoutError(f"--layout cp={L.cp}: must divide the sequence length {seq}; use a divisor")
     if L.shard == "hsdp" and nodes < 2:
         raise LayoutError("--layout shard=hsdp: replicates across machines, but there is one; use fsdp")
     if L.shard != "none" and L.dp * L.cp == 1:
         raise LayoutError(f"--layout shard={L.shard}: needs dp*cp > 1 GPUs to shard over; use shard=none")
+    if L.reshard != "fwd" and L.shard not in GATHERED:
+        raise LayoutError(f"--layout reshard={L.reshard}: applies to weight-sharding schemes "
+                          f"({'|'.join(GATHERED)}), not shard={L.shard}; drop reshard")
+    if L.ag_overlap and L.shard not in ("zero1", "zero2"):
+        raise LayoutError(f"--layout ag_overlap=1: overlaps zero1/zero2's weight all-gather, but shard={L.shard}; "
+                          f"drop ag_overlap")
+    if L.tp_overlap and L.tp == 1:
+        raise LayoutError("--layout tp_overlap=1: needs tp > 1 (there is no tensor-parallel communication); "
+                          "drop tp_overlap")
+    wrap = L.wrap
+    if wrap == "none" and L.dp * L.cp > 1:
+        raise LayoutError(f"--layout wrapper=none: dp*cp = {L.dp * L.cp} replicas need a data-parallel wrapper; "
+                          f"use wrapper=ddp, or dp=1")
+    if wrap in ONE_PROCESS:
+        if L.shard != "none" or L.tp * L.pp * L.cp != 1:
+            raise LayoutError(f"--layout wrapper={wrap}: one process replicating the model over GPUs takes "
+                              f"shard=none and tp=pp=cp=1; use wrapper=ddp for this layout")
+        if nodes > 1:
+            raise LayoutError(f"--layout wrapper={wrap}: one process drives the GPUs of one machine, but there "
+                              f"are {nodes} machines; use wrapper=ddp")
     if global_batch % L.dp:
         raise LayoutError(f"--global-batch {global_batch}: must divide into dp={L.dp} replicas; "
                           f"use a multiple of {L.dp}")

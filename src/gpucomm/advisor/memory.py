@@ -1,20 +1,31 @@
-"""Memory per GPU of one layout, term by term.
+"""Memory per GPU of one layout, term by term, as PyTorch holds it: allocated, reserved, and what must fit.
+
+The peak is taken at two moments and the larger wins (terms as at that moment):
+
+* **the start of the last micro-batch's backward** (the loss's backward, the first op of backward): every
+  activation of the micro-batches in flight, the loss's tensors, the 16-bit weight copies the forward
+  saved, gathered weights, and the model states — gradients only where they already exist (gradient
+  accumulation, or wrappers that keep them in persistent buffers; ``optimizer.zero_grad()`` sets them to
+  None by default since PyTorch 2.0);
+* **the optimizer step**: weights, gradients, optimizer state and persistent buffers.
 
 **Model states** (ZeRO, Rajbhandari et al. SC'20): with ``w``, ``g`` bytes per weight and gradient and ``K``
-bytes of optimizer state per parameter (mixed-precision Adam: 2, 2, 12 — fp32 master, two moments), a GPU
-holds the parameters of its pipeline stage split ``tp`` ways, and sharding over the data-parallel group of
-``N = dp x cp`` GPUs divides optimizer state (zero1 and up), gradients (zero2 and up) and weights (zero3,
-fsdp; hsdp shards over the data-parallel GPUs of one machine only).  Stage 0 holds the embedding and the
-first ``ceil(L / pp)`` layers; the last stage the head; the heavier of the two is reported.
+bytes of optimizer state per parameter (:class:`~gpucomm.advisor.precision.Precision`: 4, 4, 8 with fp32
+weights; 2, 2, 12 with 16-bit weights and an fp32 master), a GPU holds the parameters of its pipeline stage
+split ``tp`` ways, and sharding over the data-parallel group of ``N = dp x cp`` GPUs divides optimizer state
+(zero1 and up), gradients (zero2 and up) and weights (zero3, fsdp; hsdp shards over the data-parallel GPUs of
+one machine only).  Each pipeline stage holds its own layers (``stages=``), the first the embedding, the last
+the final norm and the head (a tied head is a copy there); the most loaded stage is reported.
 
-**Activations** per layer and micro-batch, 16-bit, derived tensor by tensor (:func:`activation_terms`) the
-way Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models", Sec. 4.1)
-derive their ``34 s b h + 5 a s^2 b`` for GPT — ``s`` tokens per GPU after context parallel, ``b``
-micro-batch, ``h`` hidden, ``kv`` the K/V width (``kv_heads x head_dim``), ``f`` the MLP width, ``a`` heads,
-``t`` tensor parallel with sequence parallel (every term divides by t).  In units of ``s b h`` bytes:
+**Activations** per layer and micro-batch, derived tensor by tensor (:func:`activation_terms`) the way
+Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models", Sec. 4.1) derive
+their ``34 s b h + 5 a s^2 b`` for GPT — ``s`` tokens per GPU after context parallel, ``b`` micro-batch,
+``h`` hidden, ``kv`` the K/V width (``kv_heads x head_dim``), ``f`` the MLP width, ``a`` heads, ``t`` tensor
+parallel with sequence parallel (every term divides by t).  In units of ``s b h`` bytes (16-bit tensors):
 
 * both kinds, each tensor kept because a backward formula reads it:
-  - the two norms' inputs ``2 + 2``: LayerNorm and RMSNorm backward recompute the normalisation from them;
+  - the two norms' inputs ``2 + 2``: LayerNorm and RMSNorm backward recompute the normalisation from them
+    (``4 + 4`` under autocast over fp32 weights, whose residual stream is fp32);
   - the QKV projection's input ``2``: the weight gradients of ``W_q``, ``W_k``, ``W_v`` are ``input^T dY``;
   - Q ``2`` and K ``2 kv / h``: the gradient of each operand of ``Q K^T`` is the other times the incoming one;
   - V ``2 kv / h``: the gradient of the probabilities in ``A V`` needs V;
@@ -23,9 +34,10 @@ micro-batch, ``h`` hidden, ``kv`` the K/V width (``kv_heads x head_dim``), ``f``
   - the MLP's input ``2``: the weight gradient of its first matrix (of ``w1`` and ``w3`` for SwiGLU);
 * without flash attention, the scores: softmax output ``2 a s / h`` (softmax backward reads it), plus, with
   dropout, its mask ``a s / h`` (1 byte) and output ``2 a s / h`` (the input of ``A V``);
-* GPT (``gelu-4h``, trained with dropout as Megatron's GPT is): GeLU's input ``2 f / h`` (its derivative) and
-  output ``2 f / h`` (the second matrix's input), two dropout masks ``1 + 1`` (after attention and after the
-  MLP) — for f = 4h and kv = h exactly Korthikanti's 34 (11 attention + 19 MLP + 4 norms);
+* GPT (``gelu-4h``): GeLU's input ``2 f / h`` (its derivative) and output ``2 f / h`` (the second matrix's
+  input); trained with dropout (Megatron's GPT, GPT-3; ``Architecture.dropout``), two masks ``1 + 1`` (after
+  attention and after the MLP) — for f = 4h and kv = h exactly Korthikanti's 34 (11 attention + 19 MLP +
+  4 norms); nanoGPT-style models without dropout keep 32;
 * Llama (``swiglu``, no dropout): the gate ``w1 x`` ``2 f / h`` (SiLU's derivative), SiLU's output and the up
   projection ``w3 x`` ``2 f / h`` each (the product's gradient w.r.t. each factor is the other), the product
   ``2 f / h`` (``w2``'s input): ``2 + 8 f / h``.  For Llama-3-8B (f = 3.5 h, kv = h / 4): 4 + 7 + 30 = 41.
@@ -34,9 +46,8 @@ micro-batch, ``h`` hidden, ``kv`` the K/V width (``kv_heads x head_dim``), ``f``
 
 By checkpointing mode:
 
-* ``none``: the terms above.  Flash attention (``flash=True``, the default: every run in the published
-  set after 2022 uses it) never stores the scores, which is exactly what Korthikanti's *selective*
-  recomputation achieves, so
+* ``none``: the terms above.  Flash attention (``kernels=fused``: every run in the published set after 2022
+  uses it) never stores the scores, which is exactly what Korthikanti's *selective* recomputation achieves, so
 * ``selective`` (Megatron, Korthikanti: recompute the attention core only): the same terms without scores;
 * ``op`` (torchtitan's default selective AC for Llama, ``selective_ac_option = "op"``: a checkpoint around
   every block whose policy saves the outputs of ``aten.mm`` and of the SDPA kernels and recomputes everything
@@ -46,92 +57,163 @@ By checkpointing mode:
   ``4 a / h``.  Llama-3-8B: 15.53;
 * ``full``: only each layer's input, ``2``, plus one layer's full working set while it is recomputed.
 
-A 1F1B pipeline's first stage holds ``min(pp, micro-batches)`` micro-batches in flight; the interleaved
-schedule ``(1 + (pp - 1) / (pp vpp))`` times that (Narayanan et al. SC21, Sec. 2.2).
+The last stage also keeps the final norm's input (residual) and the head's input (16-bit) per micro-batch.
 
-**Logits**: the last stage keeps the micro-batch's logits and their gradient, ``s b V / t`` elements of 2
-bytes each (bf16; fused or chunked cross-entropy keeps the fp32 temporaries small).
+**Micro-batches in flight** per pipeline stage ``r`` (0 = first) of ``L_r`` layers, from the schedules of
+Megatron-Core (``megatron/core/pipeline_parallel/schedules.py``): 1F1B runs ``pp - r - 1`` warm-up forwards,
+so ``min(m, pp - r)`` micro-batches of ``L_r`` layers are held; the interleaved schedule runs
+``2 (pp - r - 1) + (vpp - 1) pp`` warm-up chunk forwards, so ``min(m vpp, 2 (pp - r - 1) + (vpp - 1) pp + 1)``
+chunks of ``L_r / vpp`` layers are held — for the first stage ``pp + (pp - 1) / vpp`` micro-batches, Narayanan
+et al. SC21's ``(1 + (pp - 1) / (pp vpp))`` factor.  Computed from the real stage sizes.
 
-**Buffers**: fsdp/hsdp gather two layers' weights (the current one and the prefetched next) and one layer's
-gradients before the reduce-scatter; DeepSpeed's zero3 caps live parameters at ``stage3_max_live_parameters``
-(1e9) and its reduce bucket at 5e8 elements (its defaults); zero1/zero2 and DDP keep two 25 MiB buckets.
+**Loss** (``Job.loss``), on the last stage, per logit (token x vocabulary entry / t): ``upcast`` = 12 bytes —
+``F.cross_entropy`` is ``log_softmax`` then ``nll_loss`` (``cross_entropy_loss`` in
+``aten/src/ATen/native/LossNLL.cpp``), both on autocast's fp32 list; ``log_softmax``'s backward reads its
+fp32 output (``_log_softmax_backward_data(grad, output, ...)``, ``tools/autograd/derivatives.yaml``), so at
+the start of backward the saved fp32 log-softmax, the fp32 gradient ``nll_loss`` passes back and the fp32
+gradient of the upcast logits are alive together (3 x 4 bytes; the issue's 2 x 8192 x 128256 x 4 B = 7.8 GiB
+each for two 8,192-token Llama-3 samples).  ``fused`` = 4 bytes: the 16-bit logits and their 16-bit gradient.
+DataParallel computes the loss on device 0 over the whole gathered batch.
 
-**Reserve**: :data:`RESERVE_BYTES` for the CUDA context, cuBLAS workspaces, NCCL buffers and allocator
-fragmentation — assumed, stated in every output.
+**Autocast copies**: under ``torch.autocast`` over fp32 weights, every matmul casts its weight to 16 bits and
+saves the copy for backward (``cached_cast`` in ``aten/src/ATen/autocast_mode.h``; with the cast cache on,
+the copies also live until the autocast region is left), 2 bytes per matrix weight of the stage / t.  Full
+checkpointing frees the layers' copies (recomputed in backward); the head's stays.  FSDP's mixed precision
+gathers 16-bit weights instead (the gathered buffers below); 16-bit weights need no copies.
+
+**Buffers**: DDP's gradient buckets are a second gradient-sized buffer (``gradient_as_bucket_view=False``,
+its default: "the saved memory size will be equal to the total gradients size",
+``torch/nn/parallel/distributed.py``), allocated even at world size 1; gpucomm's ``replicated`` makes the
+gradients views of its buckets (persistent, no second copy); 16-bit-weight stacks (Megatron, DeepSpeed)
+keep gradients in contiguous persistent buffers.  fsdp/hsdp with ``reshard=fwd`` gather two layers' 16-bit
+weights (the current one and the prefetched next) and hold one layer's unsharded gradients before the
+reduce-scatter; ``reshard=bwd`` keeps every unit's gathered weights from forward to backward; ``reshard=step``
+also keeps the unsharded gradients across micro-batches.  DeepSpeed's zero3 caps live parameters at
+``stage3_max_live_parameters`` (1e9) and its reduce bucket at 5e8 elements (its defaults); zero1/zero2 keep
+two 25 MiB buckets.  DataParallel's device 0 also holds every replica's gathered outputs' loss (above).
+
+**Allocated, reserved, fits.**  ``allocated`` is the sum of the terms above (``torch.cuda.max_memory_allocated``);
+``reserved`` adds the caching allocator's margin (block rounding and fragmentation: what
+``max_memory_reserved`` shows beyond it), a profile quantity where measured, else
+:data:`ALLOCATOR_MARGIN_BYTES` (assumed).  ``fits`` judges ``reserved`` plus :data:`RUNTIME_BYTES` (memory
+outside PyTorch's allocator) against the usable capacity the driver reports.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from gpucomm.advisor.layout import Layout
+from gpucomm.advisor.job import Job
+from gpucomm.advisor.layout import GATHERED, Layout
 from gpucomm.models import Architecture
 
-__all__ = ["BUCKET_BYTES", "RESERVE_BYTES", "MemoryTerms", "activation_bytes_per_layer", "activation_terms",
-           "memory", "model_state_terms"]
+__all__ = ["ALLOCATOR_MARGIN_BYTES", "BUCKET_BYTES", "RUNTIME_BYTES", "MemoryTerms", "activation_bytes_per_layer",
+           "activation_terms", "in_flight", "memory", "model_state_terms", "shard_size", "stage_params"]
 
 GiB = 2**30
-RESERVE_BYTES = 3 * GiB
-"""Assumed: CUDA context (~0.5 GiB), cuBLAS/cuDNN workspaces, NCCL channel buffers and caching-allocator
-fragmentation together.  Not from a reference file; calibrate by comparing with a measured peak."""
+RUNTIME_BYTES = 1 * GiB
+"""Assumed: the CUDA context, cuBLAS/cuDNN workspaces and NCCL's channel buffers, outside PyTorch's caching
+allocator (neither allocated nor reserved, but taken from the capacity)."""
+ALLOCATOR_MARGIN_BYTES = 2 * GiB
+"""Assumed where no measured profile gives it: reserved beyond allocated at the peak (the caching allocator's
+block rounding and fragmentation).  Together with :data:`RUNTIME_BYTES` the 3 GiB the planner set aside before
+memory was split into allocated and reserved."""
 BUCKET_BYTES = 2 * 25 * 2**20
-"""Two of DDP's 25 MiB gradient buckets (``bucket_cap_mb=25``; one filling, one in flight)."""
+"""Two of the 25 MiB reduce buckets of zero1/zero2 (one filling, one in flight)."""
 _ZERO3_LIVE_PARAMS = 1e9
 _ZERO3_REDUCE_BUCKET = 5e8
+_LOSS_BYTES = {"upcast": 12.0, "fused": 4.0}
+"""Bytes per logit the loss holds at the start of backward (module docstring, **Loss**)."""
+_TERMS = ("params", "grads", "optimizer", "activations", "loss", "autocast", "buffers")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MemoryTerms:
-    """Bytes on the most loaded GPU, by term; :attr:`total` is their sum."""
+    """Bytes on the most loaded GPU at its peak, by term (module docstring)."""
 
     params: float
     grads: float
     optimizer: float
     activations: float
-    logits: float
+    loss: float
+    """The logits and the loss's tensors (``Job.loss``)."""
+    autocast: float
+    """16-bit copies of fp32 weights that autocast saves for backward."""
     buffers: float
-    reserve: float
+    margin: float
+    """Reserved beyond allocated (the caching allocator's)."""
+    runtime: float
+    """Outside PyTorch's allocator (CUDA context, NCCL)."""
+    stage: int = 0
+    """The pipeline stage these terms are of (0 = first)."""
+
+    @property
+    def allocated(self) -> float:
+        return sum(getattr(self, k) for k in _TERMS)
+
+    @property
+    def reserved(self) -> float:
+        return self.allocated + self.margin
 
     @property
     def total(self) -> float:
-        return (self.params + self.grads + self.optimizer + self.activations + self.logits + self.buffers
-                + self.reserve)
+        """What must fit in the usable capacity: reserved plus the runtime's own memory."""
+        return self.reserved + self.runtime
 
     def as_dict(self) -> dict[str, float]:
-        return {k: getattr(self, k) for k in ("params", "grads", "optimizer", "activations", "logits", "buffers",
-                                              "reserve")}
+        return {k: getattr(self, k) for k in (*_TERMS, "margin", "runtime")}
 
 
-def activation_terms(arch: Architecture, ac: str, flash: bool = True, s: float = 0.0) -> dict[str, float]:
+def activation_terms(arch: Architecture, ac: str, flash: bool = True, s: float = 0.0,
+                     residual_bytes: float = 2.0) -> dict[str, float]:
     """One layer's stored activations of ``arch``, tensor by tensor, in bytes per ``s b h`` (module doc).
 
     ``s`` (tokens of one sequence on this GPU) matters only for the score terms, when ``flash`` is False.
+    ``residual_bytes``: bytes per element of the residual stream, which the norms save as their input and
+    full or per-op checkpointing keeps as the layer's input: 2 with 16-bit weights, 4 under autocast over
+    fp32 weights (the embedding and the residual adds stay fp32; ``layer_norm`` and ``rms_norm`` are on
+    autocast's fp32 list, ``aten/src/ATen/autocast_mode.h``).  Other tensors are 16-bit: multiply by 2 for
+    fp32 compute (:func:`layer_bytes`).
     """
     h, a = arch.hidden, arch.heads
     kv_h, f_h = arch.kv_dim / h, arch.ffn_hidden / h
     swiglu = arch.ffn_kind == "swiglu"
+    r = residual_bytes
     if ac == "full":
-        return {"layer input": 2.0}
+        return {"layer input": r}
     if ac == "op":
-        terms = {"block input": 2.0}
+        terms = {"block input": r}
         terms.update({f"{name} output (kept mm)": 2.0 * out / h
                       for i, (name, _, out) in enumerate(arch.layer_matmuls()) if i % 2 == 0})
         terms["attention output (kept SDPA)"] = 2.0
         terms["attention logsumexp (fp32)"] = 4.0 * a / h
         return terms
-    terms = {"norm inputs": 4.0, "QKV input": 2.0, "Q": 2.0, "K": 2.0 * kv_h, "V": 2.0 * kv_h,
+    terms = {"norm inputs": 2.0 * r, "QKV input": 2.0, "Q": 2.0, "K": 2.0 * kv_h, "V": 2.0 * kv_h,
              "attention output": 2.0, "MLP input": 2.0}
     if swiglu:
         terms.update({"gate (SiLU input)": 2.0 * f_h, "SiLU output": 2.0 * f_h, "up (w3 output)": 2.0 * f_h,
                       "gate x up (w2 input)": 2.0 * f_h})
     else:
-        terms.update({"GeLU input": 2.0 * f_h, "GeLU output": 2.0 * f_h, "dropout masks": 2.0})
+        terms.update({"GeLU input": 2.0 * f_h, "GeLU output": 2.0 * f_h})
+    if arch.dropout:
+        terms["dropout masks"] = 2.0
     if ac == "none" and not flash:
         terms["scores (softmax output)"] = 2.0 * a * s / h
-        if not swiglu:
+        if arch.dropout:
             terms["scores dropout mask and output"] = 3.0 * a * s / h
     return terms
+
+
+
+
+def layer_bytes(arch: Architecture, ac: str, *, flash: bool, s: float, autocast: bool, compute_bytes: int) -> float:
+    """One layer's stored activations in bytes per ``s b h`` for the job's numerics (:func:`activation_terms`):
+    16-bit terms as derived, doubled for fp32 compute (dropout masks stay 1 byte); the residual stream fp32
+    under autocast."""
+    terms = activation_terms(arch, ac, flash, s, residual_bytes=4.0 if autocast or compute_bytes == 4 else 2.0)
+    scale = compute_bytes / 2
+    return sum(v if k in ("dropout masks", "layer input", "block input", "norm inputs") or "logsumexp" in k
+               else v * scale for k, v in terms.items())
 
 
 def activation_bytes_per_layer(s: float, b: float, h: int, a: int, t: int, ac: str, flash: bool = True,
@@ -182,41 +264,110 @@ def shard_size(layout: Layout, gpus_per_node: int) -> int:
     return n
 
 
-def memory(arch: Architecture, layout: Layout, *, global_batch: int, seq: int, gpus_per_node: int,
-           weight_bytes: int = 2, grad_bytes: int = 2, optimizer_bytes: int = 12, flash: bool = True,
-           reserve_bytes: float = RESERVE_BYTES) -> MemoryTerms:
-    """The memory terms of ``layout`` on its most loaded GPU (module docstring)."""
-    L = layout
-    per_stage = math.ceil(arch.layers / L.pp)
-    first = arch.embedding_params() + per_stage * arch.layer_params()
-    last = per_stage * arch.layer_params() + arch.norm_params() + (
-        arch.head_params() or (arch.vocab * arch.hidden if L.pp > 1 else 0))  # a tied head is a copy there
-    stage_params = (arch.params() if L.pp == 1 else max(first, last)) / L.tp
-    n = shard_size(L, gpus_per_node)
-    stage = {"none": 0, "zero1": 1, "zero2": 2}.get(L.shard, 3)
-    params, grads, optimizer = model_state_terms(stage, stage_params, n, weight_bytes=weight_bytes,
-                                                 grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
+def stage_params(arch: Architecture, layout: Layout, stage: int) -> tuple[float, float]:
+    """(parameters, matrix-multiply parameters) of pipeline stage ``stage`` (0 = first), before the tp split."""
+    if layout.pp == 1:
+        return float(arch.params()), float(arch.matmul_params())
+    stages = layout.stage_layers(arch.layers)
+    n = stages[stage]
+    p = n * arch.layer_params()
+    mm = n * (arch.matmul_params() - arch.vocab * arch.hidden) / arch.layers
+    if stage == 0:
+        p += arch.embedding_params()
+    if stage == len(stages) - 1:
+        p += arch.norm_params() + (arch.head_params() or arch.vocab * arch.hidden)  # a tied head: a copy there
+        mm += arch.vocab * arch.hidden
+    return float(p), float(mm)
 
-    s = seq / L.cp
-    micro_batches = global_batch // (L.dp * L.mb)
-    in_flight = min(L.pp, micro_batches)
-    if L.vpp > 1:
-        in_flight *= 1 + (L.pp - 1) / (L.pp * L.vpp)
-    per_layer = activation_bytes_per_layer(s, L.mb, arch.hidden, arch.heads, L.tp, L.ac, flash, arch)
-    acts = per_stage * per_layer * in_flight
-    if L.ac in ("full", "op"):  # the layer being recomputed holds its full working set (scores unless flash)
-        acts += activation_bytes_per_layer(s, L.mb, arch.hidden, arch.heads, L.tp, "none", flash, arch)
-    logits = 2 * 2 * s * L.mb * arch.vocab / L.tp
 
-    layer = arch.layer_params() / L.tp
-    if L.shard in ("fsdp", "hsdp"):
-        buffers = (2 * weight_bytes + grad_bytes) * layer
-    elif L.shard == "zero3":
-        buffers = min((2 * weight_bytes + grad_bytes) * layer,
-                      weight_bytes * _ZERO3_LIVE_PARAMS + grad_bytes * _ZERO3_REDUCE_BUCKET)
-    elif L.dp * L.cp > 1:
-        buffers = min(BUCKET_BYTES, grads)
-    else:
+def in_flight(layout: Layout, stage: int, layers: int, micro_batches: int) -> float:
+    """Layer-micro-batches of activations stage ``stage`` (``layers`` layers) holds (module docstring)."""
+    pp, vpp = layout.pp, layout.vpp
+    if vpp == 1:
+        return layers * min(micro_batches, pp - stage)
+    chunks = min(micro_batches * vpp, 2 * (pp - stage - 1) + (vpp - 1) * pp + 1)
+    return chunks * layers / vpp
+
+
+def _device(replica: dict[str, float], wrap: str, colocated: int) -> dict[str, float]:
+    """One device's terms from one replica's, when ``colocated`` replicas share it.  DataParallel's replicas
+    share device 0's model states and loss (computed once on the gathered outputs) but each holds a copy of
+    the weights and its own activations; other wrappers' replicas hold everything of their own."""
+    if wrap != "dataparallel":
+        return {k: colocated * v for k, v in replica.items()}
+    out = dict(replica)
+    for k in ("params", "activations", "autocast"):
+        out[k] = replica[k] * colocated
+    return out
+
+
+def memory(job: Job, layout: Layout, margin_bytes: float | None = None) -> MemoryTerms:
+    """The memory terms of ``layout`` on its most loaded GPU (module docstring).
+
+    ``margin_bytes``: the allocator's reserved-beyond-allocated margin, measured; None: the assumed default.
+    """
+    arch, L, prec = job.arch, layout, job.precision
+    flash = job.kernels == "fused"
+    tp, wrap, c = L.tp, L.wrap, prec.compute_bytes
+    # FSDP's mixed precision computes on gathered 16-bit weights: no autocast, a 16-bit residual stream
+    cast = prec.autocast and L.shard not in GATHERED
+    n = shard_size(L, job.gpus_per_node)
+    zero = {"none": 0, "zero1": 1, "zero2": 2}.get(L.shard, 3)
+    m = job.global_batch // (L.dp * L.mb)
+    s = job.seq / L.cp
+    sbh = s * L.mb * arch.hidden / tp
+    per_layer = layer_bytes(arch, L.ac, flash=flash, s=s, autocast=cast, compute_bytes=c) * sbh
+    working = layer_bytes(arch, "none", flash=flash, s=s, autocast=cast, compute_bytes=c) * sbh
+    # persistent gradient buffers: replicated's bucket views, the 16-bit-weight stacks' contiguous buffers
+    persistent = wrap == "replicated" or prec.weights != "fp32"
+    stages = L.stage_layers(arch.layers)
+    # the heaviest stage is the first, the last, or the first stage of each layer count (it holds the most
+    # micro-batches of that size): no need to visit all pp of them
+    firsts = {n: r for r, n in reversed(list(enumerate(stages)))}
+    best: MemoryTerms | None = None
+    for r in sorted({0, len(stages) - 1, *firsts.values()}):
+        (p_all, mm_all), layers = stage_params(arch, L, r), stages[r]
+        last = r == len(stages) - 1
+        p, mm = p_all / tp, mm_all / tp
+        w, g, opt = model_state_terms(zero, p, n, weight_bytes=prec.weight_bytes, grad_bytes=prec.grad_bytes,
+                                      optimizer_bytes=prec.optimizer_bytes)
+        acts = in_flight(L, r, layers, m) * per_layer
+        if L.ac in ("full", "op") and layers:  # the layer being recomputed holds its full working set
+            acts += working
+        loss = 0.0
+        if last:
+            acts += (4.0 if cast else c) * sbh + c * sbh  # final norm input, head input
+            tokens = s * (job.global_batch if wrap == "dataparallel" else L.mb)
+            loss = _LOSS_BYTES[job.loss] * tokens * arch.vocab / tp
+        autocast = 0.0
+        if cast:
+            head = arch.vocab * arch.hidden / tp if last else 0.0
+            autocast = 2.0 * (head if L.ac == "full" else mm)
+        grads_a = g if (m > 1 or persistent) else 0.0
+        unit = arch.layer_params() / tp
         buffers = 0.0
-    return MemoryTerms(params=params, grads=grads, optimizer=optimizer, activations=acts, logits=logits,
-                       buffers=buffers, reserve=reserve_bytes)
+        if L.shard in GATHERED:
+            buffers = (2 * c + prec.grad_bytes) * unit
+            if L.shard == "zero3":
+                buffers = min(buffers, c * _ZERO3_LIVE_PARAMS + prec.grad_bytes * _ZERO3_REDUCE_BUCKET)
+            if L.reshard in ("bwd", "step"):
+                buffers += c * p
+            if L.reshard == "step":
+                buffers += prec.grad_bytes * p
+        elif L.shard in ("zero1", "zero2"):
+            buffers = min(BUCKET_BYTES, g)
+        elif wrap == "ddp" and not persistent:
+            buffers = prec.grad_bytes * p  # DDP's buckets: a second copy of the gradients
+        at_backward = dict(params=w, grads=grads_a, optimizer=opt, activations=acts, loss=loss, autocast=autocast,
+                           buffers=buffers)
+        at_step = dict(params=w, grads=g, optimizer=opt, activations=0.0, loss=0.0, autocast=0.0,
+                       buffers=0.0 if L.shard in GATHERED else buffers)
+        terms = max((_device(t, wrap, job.colocated) for t in (at_backward, at_step)), key=lambda t: sum(t.values()))
+        margin = ALLOCATOR_MARGIN_BYTES if margin_bytes is None else margin_bytes
+        runtime = RUNTIME_BYTES
+        if job.profile.memory_bytes is None:  # CPU: no device capacity, no CUDA context
+            margin = runtime = 0.0
+        cand = MemoryTerms(**terms, margin=margin, runtime=runtime, stage=r)
+        if best is None or cand.total > best.total:
+            best = cand
+    return best  # type: ignore[return-value]  (stage 0 always exists)

@@ -19,11 +19,10 @@ import itertools
 from dataclasses import dataclass, field
 
 from gpucomm.advisor import layout as lay
-from gpucomm.advisor.hardware import HardwareProfile
+from gpucomm.advisor.job import Job
 from gpucomm.advisor.layout import Layout
 from gpucomm.advisor.memory import MemoryTerms, memory
 from gpucomm.advisor.timing import StepTime, step_time
-from gpucomm.models import Architecture
 
 __all__ = ["MAX_MB", "TIE_MARGIN", "Job", "Plan", "evaluate", "search", "simplicity"]
 
@@ -31,33 +30,6 @@ MAX_MB = 16
 """Largest micro-batch searched (sequences); a --layout may give any."""
 TIE_MARGIN = 0.05
 """Half the advisor's 10% accuracy target: a smaller predicted gain does not justify a harder layout."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Job:
-    """What is trained, on what: the fixed part of every layout's evaluation."""
-
-    arch: Architecture
-    profile: HardwareProfile
-    nodes: int
-    gpus_per_node: int
-    global_batch: int
-    seq: int
-    dtype: str = "bf16"
-    """The dtype matrix math runs in (the peak it is measured against)."""
-    weight_bytes: int = 2
-    grad_bytes: int = 2
-    optimizer_bytes: int = 12
-    """Bytes per parameter of weights, gradients and optimizer state (mixed-precision Adam: 2, 2, 12)."""
-    efficiency: float | None = None
-    """A calibrated GEMM efficiency (None: the documented default)."""
-    kernels: str = "fused"
-    """The software stack's kernels: "fused" (flash attention, fused elementwise) or "unfused" (Megatron-LM
-    2019's; :func:`gpucomm.advisor.timing.unfused_layer_bytes`): time, and the scores a recomputed layer holds."""
-
-    @property
-    def gpus(self) -> int:
-        return self.nodes * self.gpus_per_node
 
 
 @dataclass(kw_only=True, slots=True)
@@ -88,9 +60,7 @@ def simplicity(layout: Layout) -> tuple[int, ...]:
 
 
 def _memory(job: Job, layout: Layout) -> MemoryTerms:
-    return memory(job.arch, layout, global_batch=job.global_batch, seq=job.seq, gpus_per_node=job.gpus_per_node,
-                  weight_bytes=job.weight_bytes, grad_bytes=job.grad_bytes, optimizer_bytes=job.optimizer_bytes,
-                  flash=job.kernels == "fused")
+    return memory(job, layout)
 
 
 def evaluate(job: Job, layout: Layout) -> Plan:
@@ -104,7 +74,8 @@ def evaluate(job: Job, layout: Layout) -> Plan:
 def _timed(job: Job, plan: Plan) -> Plan:
     t = step_time(job.arch, plan.layout, job.profile, global_batch=job.global_batch, seq=job.seq,
                   gpus_per_node=job.gpus_per_node, efficiency=job.efficiency, dtype=job.dtype,
-                  weight_bytes=job.weight_bytes, grad_bytes=job.grad_bytes, kernels=job.kernels)
+                  weight_bytes=job.precision.compute_bytes, grad_bytes=job.precision.grad_bytes,
+                  kernels=job.kernels)
     plan.time = t
     plan.tokens_per_s_per_gpu = job.global_batch * job.seq / t.step_s / job.gpus
     peak = job.profile.peak_flops(job.dtype) or float("inf")
@@ -142,7 +113,8 @@ def candidates(job: Job, fixed: dict) -> list[Layout]:
             for shard, mb, ac, vpp in itertools.product(shards, mbs, acs, vpps):
                 if shard != "none" and dp * cp == 1 or shard == "hsdp" and job.nodes < 2:
                     continue
-                if per_replica % mb or (vpp > 1 and job.arch.layers % (pp * vpp)):
+                if per_replica % mb or (vpp > 1 and any(k % vpp for k in lay.balanced_stages(job.arch.layers,
+                                                                                              pp))):
                     continue
                 out.append(Layout(tp=tp, pp=pp, cp=cp, dp=dp, shard=shard, mb=mb, ac=ac, vpp=vpp))
     return out

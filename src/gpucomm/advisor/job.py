@@ -1,0 +1,65 @@
+"""What is trained, on what, with which software: the fixed part of every layout's evaluation.
+
+A :class:`Job` is read by :mod:`~gpucomm.advisor.memory`, :mod:`~gpucomm.advisor.timing` and
+:mod:`~gpucomm.advisor.search`; a :class:`~gpucomm.advisor.layout.Layout` is the part the search varies.
+
+Software keys, each with its default (the CLI states them in every answer):
+
+* ``kernels`` (``--kernels``): ``fused`` (default: flash attention, fused elementwise kernels, sequence
+  parallel) or ``unfused`` (Megatron-LM 2019's stack; :func:`gpucomm.advisor.timing.unfused_layer_bytes`).
+* ``loss`` (``--loss``): how the cross-entropy holds the logits (:mod:`gpucomm.advisor.memory`, **Loss**).
+  ``upcast`` (default): ``F.cross_entropy`` on fp32 logits, what a plain PyTorch loop (nanoGPT, torchtitan's
+  ``cross_entropy_loss``, ``gpucomm train``) runs; ``fused``: a fused or chunked kernel that never holds an
+  fp32 copy of the logits (flash-attn's ``CrossEntropyLoss``, LLM Foundry's default ``fused_crossentropy``;
+  Megatron's vocab-parallel loss works on the logits in place).
+* ``precision``: compute dtype, weight storage and optimizer (:mod:`gpucomm.advisor.precision`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpucomm.advisor.hardware import HardwareProfile
+from gpucomm.advisor.precision import Precision
+from gpucomm.models import Architecture
+
+__all__ = ["KERNELS", "LOSSES", "Job"]
+
+KERNELS = ("fused", "unfused")
+LOSSES = ("upcast", "fused")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Job:
+    """One training job on one kind of machine (module docstring)."""
+
+    arch: Architecture
+    profile: HardwareProfile
+    nodes: int
+    gpus_per_node: int
+    global_batch: int
+    seq: int
+    precision: Precision = field(default_factory=Precision)
+    kernels: str = "fused"
+    loss: str = "upcast"
+    efficiency: float | None = None
+    """A calibrated GEMM efficiency (None: the profile's or the documented default)."""
+    colocated: int = 1
+    """Participants sharing one physical device (a ``gpucomm train`` run with ``--devices cuda:0,cuda:0``):
+    their memory adds up on it and their compute runs one after another."""
+
+    def __post_init__(self) -> None:
+        if self.kernels not in KERNELS:
+            raise ValueError(f"--kernels {self.kernels!r}: expected one of {'|'.join(KERNELS)}; e.g. "
+                             f"--kernels unfused for a stack without flash attention")
+        if self.loss not in LOSSES:
+            raise ValueError(f"--loss {self.loss!r}: expected one of {'|'.join(LOSSES)}")
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def dtype(self) -> str:
+        """The dtype matrix math runs in (the peak it is measured against)."""
+        return self.precision.compute
