@@ -115,3 +115,13 @@ def test_presets_are_layouts():
         preset("horovod", 2, 8)
     with pytest.raises(LayoutError, match="--global-batch 9"):
         preset("ddp", 2, 9)
+
+
+def test_virtual_stages_may_count_the_embedding_and_the_head_as_a_chunk():
+    from gpucomm.advisor.layout import vpp_misfits
+
+    llama3 = (7,) + (8,) * 14 + (7,)
+    assert vpp_misfits(llama3, 8) == []  # first chunk the embedding alone, last the head and loss alone
+    assert vpp_misfits(llama3, 2) == []
+    assert vpp_misfits((8, 7, 8, 8), 2) == [7]  # a middle stage has neither
+    assert vpp_misfits((8, 8, 8, 8), 3) == [8, 8]  # 8 + 1 = 9 fits the ends only

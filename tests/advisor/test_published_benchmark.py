@@ -50,7 +50,7 @@ def test_script_runs_on_a_few_rows(tmp_path, capsys):
     assert "| mlm21-t2-ptdp-174.6b-384g | 106.7 |" in text and "| tt24a-llama3-70b-64g | 331.0 |" in text
     summary = text.strip().splitlines()[-1]
     summary = [line for line in text.splitlines() if line.startswith("summary:")][0]
-    assert summary.startswith("summary: 2 rows evaluated of 3; the issue's targets over every evaluated row")
+    assert summary.startswith("summary: 2 rows evaluated of 3; issue 11's targets over every evaluated row")
     assert "within 25%: " in summary and "called infeasible: 0" in summary
     assert "mlm19-1.2b-1g" in text.split("Not evaluated:")[1]
 
@@ -105,3 +105,18 @@ def test_the_published_file_evaluates_without_errors():
     rows = [json.loads(line) for line in pub.DEFAULT.read_text().splitlines() if line.strip()]
     results = pub.evaluate(rows)
     assert all("error" not in r for r in results)
+
+
+def test_the_holdout_file_runs_through_the_cli_contract():
+    rows = [json.loads(line) for line in pub.HOLDOUT.read_text().splitlines() if line.strip()]
+    assert len(rows) >= 15 and all(r.get("source") for r in rows)
+    results = pub.evaluate(rows)
+    # every published run is evaluated, and its own layout is representable and feasible
+    assert all(r.get("argv") for r in results), [r["skip"] for r in results if not r.get("argv")]
+    assert all(r.get("feasible") for r in results), [(r["id"], r.get("error")) for r in results
+                                                     if not r.get("feasible")]
+    text = pub.report(results, pub.HOLDOUT, 0.0, [str(pub.HOLDOUT)])
+    assert "issue 16's targets" in text and "(target <= 12%)" in text
+    # uneven stages with virtual stages counting the embedding and the head (Llama 3 405B) are kept as given
+    llama = next(r for r in results if r["id"] == "llama3-405b-8192g")
+    assert llama["layout"]["stages"][0] == 7 and llama["layout"]["vpp"] == 8

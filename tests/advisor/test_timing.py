@@ -83,3 +83,45 @@ def test_unfused_kernels_add_the_derived_traffic_to_the_step():
     assert unfused.step_s - fused.step_s == pytest.approx(ew / bw + square - fused_ew - fused_attn)
     with pytest.raises(ValueError, match="kernels='cuda'"):
         step_time(arch, Layout(mb=8), p, kernels="cuda", **kw)
+
+
+def test_overlapped_tp_exposes_only_what_the_gemms_do_not_hide():
+    from gpucomm.advisor.timing import tp_exposed_s
+
+    arch = models.get("llama3-8b")
+    ar, g = 1.0e-3, 4.0e-3  # one all-reduce equivalent, one layer's forward GEMMs (s)
+    assert tp_exposed_s(ar, g, 8, "none", arch, False) == 4 * ar
+    # forward: 2 ar against 7/8 g = 3.5 ms (hidden); backward: 2 ar against 2 g 7/8 (hidden)
+    assert tp_exposed_s(ar, g, 8, "none", arch, True) == 0.0
+    slow = 5.0e-3  # collectives slower than the GEMMs: only the excess is exposed
+    assert tp_exposed_s(slow, g, 8, "none", arch, True) == pytest.approx((2 * slow - g * 7 / 8)
+                                                                         + (2 * slow - 2 * g * 7 / 8))
+    # full recomputation: 2 more forward collectives, and the recomputed forward GEMMs hide them too
+    assert tp_exposed_s(slow, g, 8, "full", arch, True) == pytest.approx((4 * slow - 2 * g * 7 / 8)
+                                                                         + (2 * slow - 2 * g * 7 / 8))
+
+
+def test_resharding_sets_how_often_fsdp_gathers():
+    from gpucomm.advisor.timing import gathered_exposed_s
+
+    ag, rs, fwd, bwd, units, m = 3.0, 2.0, 1.0, 2.0, 10, 4
+    edge = (ag + rs) / units
+    assert gathered_exposed_s(ag, rs, fwd, bwd, units, m, "fwd") == (m * (2.0 + 3.0 + edge), m * 8.0)
+    assert gathered_exposed_s(ag, rs, fwd, bwd, units, m, "bwd") == (m * (2.0 + 0.0 + edge), m * 5.0)
+    assert gathered_exposed_s(ag, rs, fwd, bwd, units, m, "step") == (2.0 + 0.0 + edge, 5.0)
+
+
+def test_the_bubble_comes_from_the_real_stage_sizes():
+    arch, p = models.get("llama3-8b"), hardware.get("h100-nvswitch")
+    kw = dict(global_batch=64, seq=8192, gpus_per_node=8)
+    even = step_time(arch, Layout(tp=2, pp=4, dp=1, mb=1, ac="full"), p, **kw)
+    # the last stage also runs the head and the loss (128256 x 4096: about 2.4 layers of matmuls): two layers
+    # fewer there shorten the slowest stage
+    light = step_time(arch, Layout(tp=2, pp=4, dp=1, mb=1, ac="full", stages=(9, 9, 8, 6)), p, **kw)
+    assert light.step_s < even.step_s
+    # 1F1B: the step is m slots of the slowest stage plus the sum of the other stages' times (the bubble);
+    # interleaving divides the bubble by vpp
+    inter = step_time(arch, Layout(tp=2, pp=4, dp=1, mb=1, ac="full", vpp=2), p, **kw)
+    assert inter.bubble_s == pytest.approx(even.bubble_s / 2)
+    slot = (even.step_s - even.bubble_s - even.p2p_s - even.dp_exposed_s - even.optimizer_s) / 64
+    assert even.bubble_s < 3 * slot  # three stages without the head: less than three slowest-stage slots

@@ -119,6 +119,9 @@ NETWORKS: dict[str, Link] = {
                         source="derived: half of HDR 200G's 24 GB/s per NIC (EDR signals at half HDR's rate) x 8 "
                                "NICs: the 100 GB/s per DGX-2H server of Shoeybi et al. 2019 (Megatron-LM, Sec. 5) "
                                "less the same protocol share; alpha as HDR — calibrate"),
+    "opa-100x4": Link(name="opa-100x4", bandwidth_gbps=4 * 12.0, alpha_us=14.0,
+                      source="derived: 4 Omni-Path 100 Gb/s links per node (the Jean Zay A100 nodes BLOOM trained "
+                             "on, BigScience tr11 README) at EDR's 12 GB/s per 100 Gb/s link; alpha as IB"),
     "ib-hdr200x8": Link(name="ib-hdr200x8", bandwidth_gbps=8 * 24.0, alpha_us=14.0,
                         source="24 GB/s per 200G NIC, NCCL's rule (sjeaugey nccl-tests #119) x 8 NICs; alpha as NDR"),
     "roce-400x8": Link(name="roce-400x8", bandwidth_gbps=8 * 39.0, alpha_us=14.0,

@@ -14,19 +14,25 @@ mechanism comes from:
   more); the first stage also holds the embedding, the last the final norm, head and loss (Megatron-LM's
   ``--decoder-first/last-pipeline-num-layers``; the Llama 3 paper, Sec. 3.3.2, gave its first and last
   stages one layer less).  ``vpp``: virtual stages per rank for the interleaved schedule; it must divide
-  every stage's layer count (each rank holds ``vpp`` chunks of ``layers / vpp`` layers).
+  every stage's layer count (each rank holds ``vpp`` chunks of ``layers / vpp`` layers), where the first
+  stage may count its embedding and the last its head and loss as one more chunk's worth (Megatron-Core's
+  ``account_for_embedding_in_pipeline_split`` / ``account_for_loss_in_pipeline_split``; Llama 3 405B ran 16
+  stages of 8 one-layer chunks, its first chunk the embedding alone and its last the head and loss alone,
+  Sec. 3.3.2: ``stages=7+8+...+8+7,vpp=8``).
 * ``cp``: context parallel over the sequence (ring attention).
 * ``dp``: data parallel over the batch, with a sharding scheme ``shard``: ``none``; ZeRO stages
   ``zero1``/``zero2``/``zero3``; ``fsdp`` = zero3 with per-layer units; ``hsdp`` = fsdp inside a machine,
   replicated across machines.
 
-  - ``reshard=fwd|bwd|step`` (zero3/fsdp/hsdp; default ``fwd``): when gathered weights are freed.  ``fwd``
+  - ``reshard=fwd|bwd|step`` (zero3/fsdp/hsdp; default ``fwd``, ``step`` when pipelined): when gathered
+    weights are freed.  ``fwd``
     frees them after each unit's forward and gathers again for its backward, every micro-batch (FSDP2's
     ``reshard_after_forward=True``, its default; DeepSpeed ZeRO-3); ``bwd`` keeps them from forward to
     backward, one gather per micro-batch (``reshard_after_forward=False``; FSDP1's ``SHARD_GRAD_OP``);
     ``step`` keeps the weights and the unsharded gradients across the micro-batches of a step: one gather
     and one reduce-scatter per step (``set_reshard_after_backward(False)`` with
-    ``set_requires_gradient_sync(False)`` until the last micro-batch).
+    ``set_requires_gradient_sync(False)`` until the last micro-batch — what ``torch.distributed.pipelining``
+    does to FSDP stages, ``stage.py``, hence the default under pipelining).
   - ``ag_overlap=0|1`` (zero1/zero2; default 0, as Megatron-Core's ``--overlap-param-gather``): 1 overlaps
     the all-gather of the updated weights with the next step's forward.
   - ``wrapper``: who runs data parallel.  ``ddp`` (the default when dp x cp > 1): one process per GPU — torch
@@ -55,7 +61,7 @@ from typing import Any
 from gpucomm import models
 
 __all__ = ["AC", "INT_KEYS", "LAYOUT_KEYS", "RESHARD", "SHARDS", "STRATEGIES", "WRAPPERS", "Layout", "LayoutError",
-           "balanced_stages", "check", "parse_arch", "parse_layout", "preset"]
+           "balanced_stages", "check", "vpp_misfits", "parse_arch", "parse_layout", "preset"]
 
 SHARDS = ("none", "zero1", "zero2", "zero3", "fsdp", "hsdp")
 GATHERED = ("zero3", "fsdp", "hsdp")
@@ -89,6 +95,13 @@ class LayoutError(ValueError):
     """A layout or architecture string, or a layout that cannot run this job (one line, with the fix)."""
 
 
+def vpp_misfits(stages: tuple[int, ...], vpp: int) -> list[int]:
+    """Stage layer counts that ``vpp`` virtual stages cannot split (module docstring, ``vpp``)."""
+    last = len(stages) - 1
+    return [n for r, n in enumerate(stages)
+            if n % vpp and not ((r == 0 or r == last) and (n + 1) % vpp == 0)]
+
+
 def balanced_stages(layers: int, pp: int) -> tuple[int, ...]:
     """``layers`` over ``pp`` stages as evenly as possible, the first ``layers mod pp`` stages one more."""
     q, r = divmod(layers, pp)
@@ -109,7 +122,8 @@ class Layout:
     vpp: int = 1
     stages: tuple[int, ...] | None = None
     """Layers per pipeline stage; None: :func:`balanced_stages`."""
-    reshard: str = "fwd"
+    reshard: str = "auto"
+    """"auto": ``step`` when pipelined, else ``fwd`` (:attr:`regather`)."""
     tp_overlap: bool = False
     ag_overlap: bool = False
     wrapper: str = "auto"
@@ -127,6 +141,13 @@ class Layout:
         return "ddp" if self.dp * self.cp > 1 else "none"
 
     @property
+    def regather(self) -> str:
+        """The resharding, "auto" resolved (module docstring)."""
+        if self.reshard != "auto":
+            return self.reshard
+        return "step" if self.pp > 1 else "fwd"
+
+    @property
     def one_process(self) -> bool:
         return self.wrap in ONE_PROCESS
 
@@ -139,6 +160,7 @@ class Layout:
         d = {k: getattr(self, k) for k in LAYOUT_KEYS}
         d["stages"] = None if self.stages is None else list(self.stages)
         d["wrapper"] = self.wrap
+        d["reshard"] = self.regather if self.shard in GATHERED else None
         return d
 
     def label(self) -> str:
@@ -149,7 +171,7 @@ class Layout:
         if self.vpp != 1:
             parts.append(f"vpp{self.vpp}")
         if self.shard != "none":
-            parts.append(self.shard + (f" reshard={self.reshard}" if self.reshard != "fwd" else ""))
+            parts.append(self.shard + (f" reshard={self.reshard}" if self.reshard != "auto" else ""))
         if self.wrap in ONE_PROCESS:
             parts.append(self.wrap)
         parts.append(f"mb{self.mb}")
@@ -281,7 +303,8 @@ def check(layout: Layout, arch: models.Architecture, *, gpus: int, gpus_per_node
     L = layout
     _choice("shard", L.shard, SHARDS)
     _choice("ac", L.ac, AC)
-    _choice("reshard", L.reshard, RESHARD)
+    if L.reshard != "auto":
+        _choice("reshard", L.reshard, RESHARD)
     if L.wrapper != "auto":
         _choice("wrapper", L.wrapper, WRAPPERS)
     if arch.heads % L.tp:
@@ -306,7 +329,7 @@ def check(layout: Layout, arch: models.Architecture, *, gpus: int, gpus_per_node
     if L.vpp > 1:
         if L.pp == 1:
             raise LayoutError(f"--layout vpp={L.vpp}: virtual stages need pp > 1; use vpp=1 or pp > 1")
-        bad = [n for n in L.stage_layers(arch.layers) if n % L.vpp]
+        bad = vpp_misfits(L.stage_layers(arch.layers), L.vpp)
         if bad:
             raise LayoutError(f"--layout vpp={L.vpp}: must divide every stage's layer count "
                               f"({'+'.join(map(str, L.stage_layers(arch.layers)))}), but {bad[0]} is not a "
@@ -317,7 +340,7 @@ def check(layout: Layout, arch: models.Architecture, *, gpus: int, gpus_per_node
         raise LayoutError("--layout shard=hsdp: replicates across machines, but there is one; use fsdp")
     if L.shard != "none" and L.dp * L.cp == 1:
         raise LayoutError(f"--layout shard={L.shard}: needs dp*cp > 1 GPUs to shard over; use shard=none")
-    if L.reshard != "fwd" and L.shard not in GATHERED:
+    if L.reshard != "auto" and L.shard not in GATHERED:
         raise LayoutError(f"--layout reshard={L.reshard}: applies to weight-sharding schemes "
                           f"({'|'.join(GATHERED)}), not shard={L.shard}; drop reshard")
     if L.ag_overlap and L.shard not in ("zero1", "zero2"):

@@ -350,9 +350,9 @@ def memory(job: Job, layout: Layout, margin_bytes: float | None = None) -> Memor
             buffers = (2 * c + prec.grad_bytes) * unit
             if L.shard == "zero3":
                 buffers = min(buffers, c * _ZERO3_LIVE_PARAMS + prec.grad_bytes * _ZERO3_REDUCE_BUCKET)
-            if L.reshard in ("bwd", "step"):
+            if L.regather in ("bwd", "step"):
                 buffers += c * p
-            if L.reshard == "step":
+            if L.regather == "step":
                 buffers += prec.grad_bytes * p
         elif L.shard in ("zero1", "zero2"):
             buffers = min(BUCKET_BYTES, g)

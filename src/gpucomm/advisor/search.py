@@ -84,16 +84,31 @@ def _timed(job: Job, plan: Plan) -> Plan:
 
 
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    """Divisors of ``n``, ascending (trial division up to the square root: fast for a global batch of 1e9)."""
+    small, large = [], []
+    d = 1
+    while d * d <= n:
+        if n % d == 0:
+            small.append(d)
+            if d * d != n:
+                large.append(n // d)
+        d += 1
+    return small + large[::-1]
+
+
+_PASSED = ("stages", "reshard", "tp_overlap", "ag_overlap", "wrapper")
+"""Keys the search never varies: the user's stack and split, passed through as given."""
 
 
 def candidates(job: Job, fixed: dict) -> list[Layout]:
     """Every layout consistent with the ``fixed`` keys that passes :func:`~gpucomm.advisor.layout.check`."""
     n, g = job.gpus, job.gpus_per_node
+    keep = {k: fixed[k] for k in _PASSED if k in fixed}
+    one_process = keep.get("wrapper") in lay.ONE_PROCESS
     tps = [t for t in ([fixed["tp"]] if "tp" in fixed else _divisors(job.arch.heads))
            if t <= g and n % t == 0 and job.arch.heads % t == 0]
     cps = [fixed["cp"]] if "cp" in fixed else ([1, 2, 4, 8] if job.seq >= 8192 else [1])
-    shards = [fixed["shard"]] if "shard" in fixed else list(lay.SHARDS)
+    shards = [fixed["shard"]] if "shard" in fixed else (["none"] if one_process else list(lay.SHARDS))
     acs = [fixed["ac"]] if "ac" in fixed else list(lay.AC)
     out = []
     for tp, cp in itertools.product(tps, cps):
@@ -102,21 +117,25 @@ def candidates(job: Job, fixed: dict) -> list[Layout]:
         rest = n // (tp * cp)
         pps = [fixed["pp"]] if "pp" in fixed else [p for p in _divisors(rest) if p <= job.arch.layers]
         for pp in pps:
-            if rest % pp:
+            if rest % pp or ("stages" in keep and len(keep["stages"]) != pp):
                 continue
             dp = rest // pp
             if ("dp" in fixed and fixed["dp"] != dp) or job.global_batch % dp:
                 continue
             per_replica = job.global_batch // dp
             mbs = [fixed["mb"]] if "mb" in fixed else [m for m in _divisors(per_replica) if m <= MAX_MB]
-            vpps = [fixed["vpp"]] if "vpp" in fixed else ([1, 2, 4] if pp > 1 else [1])
+            stages = keep.get("stages") or lay.balanced_stages(job.arch.layers, pp)
+            vpps = [fixed["vpp"]] if "vpp" in fixed else ([v for v in (1, 2, 4, 8) if not lay.vpp_misfits(stages, v)]
+                                                          if pp > 1 else [1])
             for shard, mb, ac, vpp in itertools.product(shards, mbs, acs, vpps):
                 if shard != "none" and dp * cp == 1 or shard == "hsdp" and job.nodes < 2:
                     continue
-                if per_replica % mb or (vpp > 1 and any(k % vpp for k in lay.balanced_stages(job.arch.layers,
-                                                                                              pp))):
+                if per_replica % mb or (vpp > 1 and lay.vpp_misfits(stages, vpp)):
                     continue
-                out.append(Layout(tp=tp, pp=pp, cp=cp, dp=dp, shard=shard, mb=mb, ac=ac, vpp=vpp))
+                if ("reshard" in keep and shard not in lay.GATHERED) or (
+                        keep.get("ag_overlap") and shard not in ("zero1", "zero2")):
+                    continue
+                out.append(Layout(tp=tp, pp=pp, cp=cp, dp=dp, shard=shard, mb=mb, ac=ac, vpp=vpp, **keep))
     return out
 
 
@@ -129,7 +148,7 @@ def search(job: Job, fixed: dict | None = None, *, top: int = 10) -> list[Plan]:
     """
     fixed = dict(fixed or {})
     if all(k in fixed for k in ("tp", "pp", "cp", "dp", "shard", "mb", "ac")):
-        plan = evaluate(job, Layout(**{"vpp": 1, **fixed}))
+        plan = evaluate(job, Layout(**fixed))
         return _rank([plan] if plan.fits else [], [] if plan.fits else [plan])
     layouts = candidates(job, fixed)
     if not layouts:

@@ -38,19 +38,23 @@ logits and runs :data:`LOSS_BYTES_PER_LOGIT_UNFUSED` bytes of elementwise passes
 fused softmax and bias-GeLU kernels landed in September 2020 ("Various speed optimizations", 51a2e6b);
 the SC21 paper's runs use them.
 
-**Tensor parallel** (exposed: it sits between dependent matrix multiplies): per layer and micro-batch two
-all-reduces of ``tokens x h`` 16-bit activations forward and two backward (with sequence parallel the same
-bytes as all-gather + reduce-scatter), two more forward under full recomputation, one more under ``op`` (torchtitan's policy keeps
-the reduce-scatter outputs but recomputes the two sequence-parallel all-gathers: half an all-reduce
-each), on the intra-node link.
+**Tensor parallel**: per layer and micro-batch two all-reduce equivalents of ``tokens x h`` 16-bit activations
+forward and two backward (with sequence parallel the same bytes as all-gather + reduce-scatter), two more
+forward under full recomputation, one more under ``op`` (torchtitan's policy keeps the reduce-scatter outputs
+but recomputes the two sequence-parallel all-gathers: half an all-reduce each), on the intra-node link.
+``tp_overlap=0`` (the default of Megatron-Core and torchtitan) exposes them all: they sit between dependent
+matmuls.  ``tp_overlap=1`` (Megatron-Core's ``--tp-comm-overlap``, PyTorch's async TP) pipelines each against
+the GEMM it is split with and exposes only what the GEMMs do not hide (:func:`tp_exposed_s`).
 
 **Context parallel** (ring attention): each layer all-gathers K and V over the cp ranks forward and
 reduce-scatters their gradients backward, overlapped with attention compute; only the excess is exposed.
 
-**Pipeline**: 1F1B with ``m = global_batch / (dp x mb)`` micro-batches runs ``m + (pp - 1) / vpp``
-micro-batch slots (bubble ``(pp - 1) / (m vpp)``, Narayanan et al. SC21 Sec. 2.2); each slot sends the
-stage's output forward and its gradient backward (``tokens x h / tp`` 16-bit values each, scatter/gather
-over the tp ranks' NICs), exposed, across machines when the stage boundary crosses one.
+**Pipeline**: 1F1B with ``m = global_batch / (dp x mb)`` micro-batches over stages of their real sizes
+(``stages=``; the last one also runs the head and the loss): the step is ``m`` slots of the slowest stage plus
+the fill and drain, the other stages' times once, divided by ``vpp`` for the interleaved schedule (Narayanan
+et al. SC21, Sec. 2.2: ``(pp - 1) / vpp`` slots for equal stages).  Each slot sends the stage's output forward
+and its gradient backward (``tokens x h / tp`` 16-bit values each, scatter/gather over the tp ranks' NICs),
+exposed, across machines when the stage boundary crosses one.
 
 **Data parallel** over ``n = dp x cp`` GPUs (gradients are averaged over context-parallel ranks too),
 hierarchical across machines (:func:`gpucomm.advisor.cost.hierarchical_s`, the GPUs of a machine sharing its
@@ -58,10 +62,12 @@ NICs with the other groups on it):
 
 * ``none``: gradient all-reduce in 25 MiB buckets, overlapped with the last micro-batch's backward;
 * ``zero1``/``zero2``: reduce-scatter overlapped the same way, then an all-gather of the updated 16-bit
-  weights that nothing overlaps;
-* ``zero3``/``fsdp``: per micro-batch, an all-gather of each layer before its forward and again before its
+  weights that nothing overlaps (``ag_overlap=1``: overlapped with the next step's forward, Megatron-Core's
+  ``--overlap-param-gather``);
+* ``zero3``/``fsdp``: an all-gather of each layer before its forward and (``reshard=fwd``) again before its
   backward, and a reduce-scatter of its gradients, prefetched one layer ahead: exposed is the first layer's
-  gather, the last reduce-scatter, and whatever communication exceeds the compute it hides behind;
+  gather, the last reduce-scatter, and whatever communication exceeds the compute it hides behind — every
+  micro-batch for ``reshard=fwd|bwd``, once per step for ``reshard=step`` (:func:`gathered_exposed_s`);
 * ``hsdp``: fsdp inside a machine; the 1/shard gradient all-reduce across machines overlaps backward.
 
 **Optimizer**: memory-bound, :data:`gpucomm.advisor.cost.OPTIMIZER_BYTES_TOUCHED` bytes per local parameter.
@@ -76,6 +82,7 @@ from gpucomm.advisor import cost
 from gpucomm.advisor.hardware import HardwareProfile
 from gpucomm.advisor.layout import Layout
 from gpucomm.advisor.memory import activation_terms, shard_size
+from gpucomm.advisor.memory import stage_params as memory_stage_params
 from gpucomm.models import Architecture
 
 __all__ = ["ATTENTION_EFFICIENCY", "EW_PASSES", "GEMM_DIM0", "GEMM_EFFICIENCY", "GEMM_TOKENS0", "KERNELS",
@@ -248,6 +255,53 @@ def _buckets_s(profile: HardwareProfile, op: str, grads: float, n: int, per_node
     return max(0.0, end - window), total
 
 
+def tp_exposed_s(all_reduce_s: float, gemm_fwd_s: float, tp: int, ac: str, arch: Architecture,
+                 overlap: bool) -> float:
+    """One layer's exposed tensor-parallel communication per micro-batch (module docstring, **Tensor parallel**).
+
+    Forward runs two all-reduce equivalents (the sequence-parallel all-gather before the QKV and the first MLP
+    matmul, the reduce-scatter after the output projection and the second MLP matmul), backward two more;
+    full recomputation repeats the forward's two, ``op`` one (torchtitan keeps the reduce-scatter outputs and
+    recomputes the all-gathers).  Serial (``overlap`` False): all of them are exposed.  Overlapped (Megatron-Core's
+    ``--tp-comm-overlap``, PyTorch's async TP): each collective is split into ``tp`` chunks pipelined against
+    the GEMM it feeds or drains, so the GEMM hides ``(tp - 1) / tp`` of its own time worth of communication —
+    the forward's collectives behind the forward GEMMs (and the recomputed ones), the backward's behind the
+    backward GEMMs (twice the forward's) — and only the excess is exposed.
+    """
+    if ac == "full":
+        redo, extra = 1.0, 2.0
+    elif ac == "op":
+        mm = arch.layer_matmuls()
+        redo = sum(i * o for k, (_, i, o) in enumerate(mm) if k % 2) / sum(i * o for _, i, o in mm)
+        extra = 1.0
+    else:
+        redo, extra = 0.0, 0.0
+    fwd_c, bwd_c = (2.0 + extra) * all_reduce_s, 2.0 * all_reduce_s
+    if not overlap:
+        return fwd_c + bwd_c
+    hide = (tp - 1) / tp
+    return max(0.0, fwd_c - (1.0 + redo) * gemm_fwd_s * hide) + max(0.0, bwd_c - 2.0 * gemm_fwd_s * hide)
+
+
+def gathered_exposed_s(ag: float, rs: float, fwd: float, bwd: float, units: int, micro_batches: int,
+                       reshard: str) -> tuple[float, float]:
+    """(exposed, total) of a weight-sharding scheme's gathers per step (module docstring, **Data parallel**).
+
+    Per unit (layer), prefetched one ahead: the first unit's gather and the last one's reduce-scatter are
+    exposed (``(ag + rs) / units``), and whatever communication exceeds the compute it hides behind.
+    ``reshard`` says how often: ``fwd`` gathers for every micro-batch's forward and again for its backward,
+    ``bwd`` once per micro-batch, ``step`` once per step (and reduce-scatters once per step).
+    """
+    edge = (ag + rs) / max(1, units)
+    if reshard == "fwd":
+        per = max(0.0, ag - fwd) + max(0.0, ag + rs - bwd) + edge
+        return micro_batches * per, micro_batches * (2 * ag + rs)
+    if reshard == "bwd":
+        per = max(0.0, ag - fwd) + max(0.0, rs - bwd) + edge
+        return micro_batches * per, micro_batches * (ag + rs)
+    return max(0.0, ag - fwd) + max(0.0, rs - bwd) + edge, ag + rs
+
+
 def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, global_batch: int, seq: int,
               gpus_per_node: int, efficiency: float | None = None, weight_bytes: int = 2,
               grad_bytes: int = 2, dtype: str = "bf16", kernels: str = "fused") -> StepTime:
@@ -302,53 +356,62 @@ def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, g
         t_attn = max(square / (peak * eff), gemm_bytes / bw)
     t_mb = mm / (peak * eff) + t_attn + ew_bytes / bw
 
+    # The compute above, read as parts (the head with its loss on the last stage, one layer, one layer's forward
+    # GEMMs), so that stages of different sizes and overlapped TP communication can be priced from it.
+    hbm = profile.memory_bw_gbps * 1e9
+    loss_bytes = (LOSS_BYTES_PER_LOGIT if kernels == "fused" else LOSS_BYTES_PER_LOGIT_UNFUSED) * arch.vocab / tp
+    t_head = 3 * head_fwd / (peak * eff) + loss_bytes * tokens / hbm
+    t_layer = max(0.0, t_mb - t_head) / per_stage
+    t_gemm_fwd = gemm_fwd / per_stage / (peak * eff)
+
     intra, _ = _links(profile)
     act = tokens * h * _ACT_BYTES
-    tp_mb = 0.0
+    tp_layer = 0.0
     if tp > 1:
-        collectives = {"full": 6, "op": 5}.get(L.ac, 4)  # all-reduce equivalents per layer (docstring)
-        per_layer = collectives * cost.hierarchical_s("all_reduce", act, tp, 1, intra, None)
-        tp_mb = per_layer * per_stage
-    cp_mb = 0.0
+        ar = cost.hierarchical_s("all_reduce", act, tp, 1, intra, None)
+        tp_layer = tp_exposed_s(ar, t_gemm_fwd, tp, L.ac, arch, L.tp_overlap)
+    cp_layer = 0.0
     if L.cp > 1:
         kv = L.cp * tokens * 2 * arch.kv_dim / tp * _ACT_BYTES  # K and V of the whole sequence
         ring = 3 * _group_s(profile, "all_gather", kv, L.cp, gpus_per_node // tp, gpus_per_node)
-        cp_mb = max(0.0, ring - 3 * attn_fwd / (peak * attn_eff)) * per_stage
+        cp_layer = max(0.0, ring - 3 * attn_fwd / per_stage / (peak * attn_eff))
 
-    slot = t_mb + tp_mb + cp_mb
-    bubble = (L.pp - 1) / L.vpp * slot if L.pp > 1 else 0.0
+    stages = L.stage_layers(arch.layers)
+    per_layer = t_layer + tp_layer + cp_layer
+    times = [n * per_layer + (t_head if r == len(stages) - 1 else 0.0) for r, n in enumerate(stages)]
+    slot = max(times)
+    slowest = times.index(slot)
+    bubble = (sum(times) - slot) / L.vpp if L.pp > 1 else 0.0
     p2p = 0.0
     if L.pp > 1:
         crosses = tp * L.cp * L.dp >= gpus_per_node and profile.inter is not None
         bw = (profile.inter.bandwidth_gbps * 1e9 / gpus_per_node) if crosses else intra[0]
         alpha = profile.inter.alpha_us * 1e-6 if crosses else intra[1]
         p2p = 2 * L.vpp * (m + L.pp - 1) * (act / tp / bw + alpha)
+    t_slow = slot - stages[slowest] * (tp_layer + cp_layer)  # the slowest stage's compute per micro-batch
 
-    # data parallel
-    stage_params = (arch.params() if L.pp == 1 else max(arch.embedding_params() + per_stage * arch.layer_params(),
-                                                         per_stage * arch.layer_params() + arch.head_params())) / tp
+    # data parallel, over the heaviest stage's parameters
+    stage_params = max(memory_stage_params(arch, L, r)[0] for r in {0, len(stages) - 1, slowest}) / tp
     n = L.dp * L.cp
     per_node = max(1, gpus_per_node // tp)
     grads = stage_params * grad_bytes
-    bwd_last = (2.0 / 3.0) * t_mb
+    fwd, bwd = t_slow / 3.0, 2.0 * t_slow / 3.0
+    unit = max(stages)  # layers a sharded stage gathers one by one
     dp_exposed = dp_total = 0.0
     if n > 1:
         if L.shard in ("none", "zero1", "zero2"):
             op = "all_reduce" if L.shard == "none" else "reduce_scatter"
-            dp_exposed, dp_total = _buckets_s(profile, op, grads, n, per_node, gpus_per_node, bwd_last)
+            dp_exposed, dp_total = _buckets_s(profile, op, grads, n, per_node, gpus_per_node, bwd)
             if L.shard != "none":
                 ag = _group_s(profile, "all_gather", stage_params * weight_bytes, n, per_node, gpus_per_node)
-                dp_exposed += ag
+                dp_exposed += max(0.0, ag - fwd) if L.ag_overlap else ag  # overlapped with the next forward
                 dp_total += ag
         else:
             shard = shard_size(L, gpus_per_node)
             g_node = per_node if L.shard != "hsdp" else shard
             ag = _group_s(profile, "all_gather", stage_params * weight_bytes, shard, g_node, gpus_per_node)
             rs = _group_s(profile, "reduce_scatter", grads, shard, g_node, gpus_per_node)
-            fwd, bwd = t_mb / 3.0, 2.0 * t_mb / 3.0
-            per_mb = (max(0.0, ag - fwd) + max(0.0, ag + rs - bwd) + (ag + rs) / per_stage)
-            dp_exposed = m * per_mb
-            dp_total = m * (2 * ag + rs)
+            dp_exposed, dp_total = gathered_exposed_s(ag, rs, fwd, bwd, unit, m, L.regather)
             if L.shard == "hsdp" and n > shard:
                 ar = _group_s(profile, "all_reduce", grads / shard, n // shard, 1, gpus_per_node)
                 dp_exposed += max(0.0, ar - bwd)
@@ -356,8 +419,9 @@ def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, g
 
     local = stage_params / (shard_size(L, gpus_per_node) if L.shard != "none" else 1)
     opt = cost.OPTIMIZER_BYTES_TOUCHED["adam"] * local / (profile.memory_bw_gbps * 1e9)
-    compute = m * t_mb + opt
+    compute = m * t_slow + opt
     step = m * slot + bubble + p2p + dp_exposed + opt
-    return StepTime(step_s=step, compute_s=compute, tp_s=m * tp_mb, cp_exposed_s=m * cp_mb, bubble_s=bubble,
+    tp_s, cp_s = m * stages[slowest] * tp_layer, m * stages[slowest] * cp_layer
+    return StepTime(step_s=step, compute_s=compute, tp_s=tp_s, cp_exposed_s=cp_s, bubble_s=bubble,
                     p2p_s=p2p, dp_exposed_s=dp_exposed, dp_total_s=dp_total, optimizer_s=opt, micro_batches=m,
                     efficiency=eff)
