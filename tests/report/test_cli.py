@@ -11,7 +11,8 @@ def test_report_prints_paths_and_exits_0(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["report", str(run), "--out", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines == [str(out / "report.md"), str(out / "report.html")]
+    assert lines[:2] == [str(out / "report.md"), str(out / "report.html")]
+    assert " ".join(lines[2:]).startswith("Recommended for gpt2 (124M parameters, global batch 64) on 1 node × 8 GPUs")
     assert "zero1: reason text" in (out / "report.md").read_text()
 
 
@@ -53,7 +54,9 @@ def test_report_prints_its_findings_at_80_columns(gpu_dir, tmp_path, capsys, mon
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["report", str(gpu_dir), "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    findings = out.split("findings:\n", 1)[1]
-    assert "all_reduce: gpucomm.comm vs torch.cuda.comm: 1.25x faster" in findings.replace("\n", " ")
-    assert "WRONG" in findings
-    assert max(len(line) for line in findings.splitlines()) <= 80
+    answer = out.split("plots: ", 1)[1].split("\n", 1)[1]
+    joined = " ".join(line.strip() for line in answer.splitlines())
+    assert joined.startswith("answer: 33 rows, 1 WRONG (left out)")
+    assert "gpucomm.comm vs torch.cuda.comm: faster at all_reduce 1.25x, all_gather 1.25x" in joined
+    assert "Pick replicated for gpt-tiny on 2 GPUs" in joined and "Recommended for gpt2" in joined
+    assert max(len(line) for line in answer.splitlines()) <= 80

@@ -33,9 +33,9 @@ def test_sections_come_in_order_with_op_subsections(tmp_path):
                                   baseline="torch.cuda.comm")] + train_rows()
     doc = doc_for(tmp_path, ("gpu", env(), rows))
     assert [(s.title, s.level, s.anchor) for s in doc.sections] == [
-        ("Findings", 2, "findings"), ("Runs", 2, "runs"), ("Units", 2, "units"), ("Wrong results", 2, "wrong"),
+        ("Findings", 2, "findings"), ("Findings in detail", 3, "findings-detail"), ("Wrong results", 2, "wrong"),
         ("Collectives", 2, "bench"), ("all_reduce", 3, "op-all_reduce"), ("all_gather", 3, "op-all_gather"),
-        ("Training", 2, "train")]
+        ("Training", 2, "train"), ("Runs", 2, "runs"), ("Units", 2, "units")]
     assert doc.title == "gpucomm report" and doc.subtitle.startswith("hostA")
 
 

@@ -65,3 +65,42 @@ def test_html_opens_with_findings(gpu_report):
     page = gpu_report["html"].read_text()
     assert page.index("Findings") < page.index(">Runs<")
     assert "headline_speedup" in page and "1.25x faster" in page
+
+
+# ----- structure a person reads first, and a page that does not scroll sideways ------------------------------
+def _css(page: str) -> str:
+    return page.split("<style>", 1)[1].split("</style>", 1)[0]
+
+
+def test_findings_come_first_answer_then_summary_then_headline_plot(gpu_report):
+    page = gpu_report["html"].read_text()
+    body = page.split("<main>", 1)[1]
+    first_h2 = re.search(r"<h2[^>]*>([^<]*)</h2>", body).group(1)
+    assert first_h2 == "Findings"
+    answer = body.index('<div class="answer">')
+    summary = body.index('<table class="summary">')
+    headline = body.index('alt="speedup vs torch.cuda.comm per op')
+    assert answer < summary < headline < body.index(">Findings in detail<") < body.index(">Collectives<")
+    assert "<li><b>answer</b>: 33 rows, 1 WRONG (left out)</li>" in body
+    assert re.search(r'<td class="good">1\.25x faster<span class="sub">all sizes · ⚠ 8/9 rows \(1 WRONG\)</span></td>',
+                     body)
+
+
+def test_tables_cannot_scroll_sideways_and_prose_cells_wrap(gpu_report):
+    css = _css(gpu_report["html"].read_text())
+    assert not re.search(r"overflow(-x)?\s*:\s*(auto|scroll)", css)  # a wide table is never scrolled, it fits
+    assert re.search(r"\.tablewrap \{[^}]*max-width: 100%", css) and re.search(r"\ntable \{[^}]*max-width: 100%",
+                                                                                    "\n" + css.replace("\n  ", "\n"))
+    assert re.search(r"td\.wrap \{[^}]*white-space: normal", css)
+    assert re.search(r"thead th \{[^}]*white-space: normal", css)
+    page = gpu_report["html"].read_text()
+    notes = re.findall(r'<td class="wrap">', page)
+    assert notes, "the note and reason columns wrap"
+
+
+def test_every_plot_is_on_the_page(gpu_report):
+    page = gpu_report["html"].read_text()
+    names = {k.split("/")[1].rsplit(".", 1)[0] for k in gpu_report if k.startswith("plots/")}
+    assert {"headline_speedup", "train", "scale"} <= names
+    for name in names:
+        assert f"also plots/{name}.png" in page, name

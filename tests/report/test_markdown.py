@@ -121,8 +121,11 @@ def test_topology_link_matrix_is_shown(tmp_path):
 
 def test_report_opens_with_findings_before_the_details(gpu_report):
     md = gpu_report["markdown"].read_text()
-    assert md.index("## Findings") < md.index("## Runs") < md.index("## Units")
+    assert md.index("## Findings") < md.index("## Collectives") < md.index("## Runs") < md.index("## Units")
     found = _section(md, "Findings")
-    assert "all_reduce: gpucomm.comm vs torch.cuda.comm: 1.25x faster" in found
-    assert "headline_speedup.png" in found
+    assert found.lstrip().startswith("- **answer**: 33 rows, 1 WRONG (left out)")
+    assert "- **gpucomm.comm vs torch.cuda.comm**: faster at all_reduce 1.25x, all_gather 1.25x" in found
+    assert "| all_reduce | 1.25x faster · all sizes · ⚠ 8/9 rows (1 WRONG) |" in found  # the summary table
+    assert found.index("headline_speedup.png") < found.index("### Findings in detail")
+    assert "all_reduce, gpucomm.comm vs torch.cuda.comm: faster at every size measured" in found
     assert "returned WRONG results" in found  # a trust signal, with the answer

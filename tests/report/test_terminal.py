@@ -5,6 +5,7 @@ from report_records import advice_rows, bench, bench_sweep, scale_rows, train_ro
 
 from gpucomm.report.terminal import (
     BENCH_COLUMNS,
+    Answer,
     advice_table,
     bench_row,
     bench_table,
@@ -34,6 +35,9 @@ def test_bench_row_cells_match_the_record():
     assert cells["speedup"] == "1.50x"
     assert cells["redop"] == "sum"
     assert cells["form"] == "plain"
+    assert cells["trust"] == ""
+    r.time_us_p99 = 4 * r.time_us_median
+    assert dict(zip([c.name for c in BENCH_COLUMNS], bench_row(r), strict=True))["trust"] == "noisy"
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -147,3 +151,50 @@ def test_record_text_is_not_read_as_markup():
     rows[0].reason = "see [/oops] and [bold]this[/bold]"
     text = advice_table(rows).plain(200)  # rich would raise MarkupError on "[/oops]" if it parsed it
     assert "see [/oops] and [bold]this[/bold]" in text
+
+
+# ----- noisy rows are marked; the answer columns go last ---------------------------------------------------
+def _noisy_sweep():
+    rows = [r for r in bench_sweep() if r.op == "all_reduce"]
+    rows[0].time_us_p99 = rows[0].time_us_median * 5  # a baseline row: its own and its pair's ratio are noisy
+    return rows
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_noisy_rows_say_so_and_speedup_and_trust_are_the_last_columns_to_go(width):
+    rows = _noisy_sweep()
+    text = bench_table(rows, title="t").plain(width)
+    _fits(text, width)
+    header = next(line for line in text.splitlines() if line.lstrip().startswith("backend"))
+    assert header.split()[-2:] == ["speedup", "trust"]  # shown at 80 columns too
+    marked = [line for line in text.splitlines() if line.rstrip().endswith(" noisy")]
+    assert len(marked) == 2 and "1 KiB" in marked[0] and "1 KiB" in marked[1]
+    assert "noisy = p99 > 3x median (this row or its baseline): speedup not trusted" in " ".join(text.split())
+    if width == 80:
+        left_out = text.split("not shown at this width: ", 1)[1].split(" (")[0].split(", ")
+        assert "speedup" not in left_out and "trust" not in left_out and "count" in left_out
+
+
+def test_a_table_without_noisy_rows_has_no_trust_column():
+    text = bench_table(bench_sweep()).plain(200)
+    assert "trust" not in text and "noisy" not in text
+
+
+def test_answer_wraps_each_line_with_a_hanging_indent_and_keeps_every_word():
+    lines = ["answer: 33 rows, all checked correct; CPU numbers, not GPU performance",
+             "gpucomm.comm vs torch.cuda.comm: faster at gather 35.00x from 1 MiB up (0.80x below), scatter 3.10x; "
+             "slower at broadcast 0.95x; too noisy at reduce (3 of 12 rows left out as noisy)"]
+    answer = Answer(lines)
+    for width in WIDTHS:
+        physical = answer.wrapped(width)
+        assert [" ".join(x.strip() for x in p) for p in physical] == lines
+        assert all(len(x) <= width for p in physical for x in p)
+        assert all(x.startswith("  ") for p in physical for x in p[1:])
+    from io import StringIO
+
+    from rich.console import Console
+
+    out = StringIO()
+    Console(width=80, file=out, force_terminal=True, color_system="standard").print(answer)
+    first = answer.wrapped(80)[0]
+    assert out.getvalue().startswith("\x1b[1m" + first[0])  # the first line is bold

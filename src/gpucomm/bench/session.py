@@ -275,9 +275,14 @@ class Session:
             status = status or (1 if low else 0)
         if self.problems or not report_ok:
             status = 1
-        if status == 0:
-            self.console.print(f"{len(self.records)} rows, all checked rows correct "
-                               f"({sum(r.wrong == 0 for r in self.records)} checked)", highlight=False)
+        self._answer()
         return status
+
+    def _answer(self) -> None:
+        """The run's findings in at most five lines: the last thing it prints (the report opens with the same)."""
+        from gpucomm.report.findings import bench_answer
+        from gpucomm.report.terminal import Answer
+
+        self.console.print(Answer(bench_answer(self.records)))
 
 

@@ -7,7 +7,7 @@ Usage::
 
 Reads ``records.jsonl`` in each DIR (written by ``gpucomm bench``, ``train`` or ``advise``) and writes
 ``report.md``, ``report.html`` (self-contained: opens from disk, plots inlined) and ``plots/*.png|svg``
-into OUT — by default the single DIR, or ``gpucomm-results/report-<UTC time>/`` when several DIRs are
+into OUT (and prints the paths, then each run's answer) — by default the single DIR, or ``gpucomm-results/report-<UTC time>/`` when several DIRs are
 compared.  Each DIR is
 labelled by its env block (hostname, device, torch version, date).  Prints the paths written.
 
@@ -69,24 +69,30 @@ def run(args: argparse.Namespace) -> int:
     except (RecordError, ValueError, OSError) as exc:
         print(f"gpucomm report: error: {exc}", file=sys.stderr)
         return 2
-    for path in paths.values():
-        print(path)
+    plots = [path for name, path in paths.items() if name.startswith("plots/")]
+    for name, path in paths.items():
+        if not name.startswith("plots/"):
+            print(path)
+    if plots:
+        print(f"plots: {len(plots)} files in {plots[0].parent}")
     _print_findings(args.dirs)
     return 0
 
 
 def _print_findings(dirs: list[str]) -> None:
-    """The report's findings, in the terminal too: the answer without opening a file."""
+    """Each run's answer, in the terminal too: what the report opens with, without opening a file."""
     from rich.console import Console
     from rich.text import Text
 
-    from gpucomm.report.findings import pair_sentences, trust_sentences
+    from gpucomm.report.findings import answer
     from gpucomm.report.runs import load_runs
+    from gpucomm.report.terminal import Answer
 
     runs = load_runs(dirs)
-    lines = pair_sentences(runs) + [text for _tone, text in trust_sentences(runs)]
-    if lines:
-        console = Console(highlight=False)
-        console.print(Text("findings:", style="bold"))
-        for line in lines:
-            console.print(Text(f"- {line}"))
+    console = Console(highlight=False)
+    for run in runs:
+        lines = answer(run.results)
+        if len(runs) > 1:
+            console.print(Text(f"{run.tag}: {run.label}", style="dim"))
+        if lines:
+            console.print(Answer(lines))

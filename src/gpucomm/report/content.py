@@ -1,21 +1,22 @@
 """What a report says: records turned into a :class:`~gpucomm.report.document.Document`.
 
-The sections, in order — the answer first, the evidence after:
+The sections, in order — the answer first, the evidence after, the reference material last:
 
-0. **Findings** — one sentence per op and backend pair (which is faster, where, by how much), the
-   headline plot (speedup against size, every op), and the trust signals: wrong rows, rows too noisy
-   to quote, CPU-only numbers (:mod:`~gpucomm.report.findings`).
-1. **Runs** — each result directory's env block: versions, devices, the NCCL_* (and related) settings
-   in force, the command line, run parameters.
-2. **Units** — the legend every number below is read with.
-3. **Wrong results** — every bench row with ``#wrong > 0`` and every training strategy whose results
+1. **Findings** — each run's answer (which backend is faster, where, by how much, how far to trust it;
+   which training strategy to pick; the advisor's recommendation), a summary table of ops × backend
+   pairs, the headline plots (bench speedups per op, training throughput), then the detail
+   (:mod:`~gpucomm.report.overview`).
+2. **Wrong results** — every bench row with ``#wrong > 0`` and every training strategy whose results
    differ from single's.  Present whenever there are bench or train rows, so "none" is a stated fact.
-4. **Collectives** — a summary per op and backend (peak busbw, speedup range), then one table per op
+3. **Collectives** — a summary per op and backend (peak busbw, speedup range), then one table per op
    with out-of-place and in-place side by side, and its busbw and speedup plots; with several runs, a
    cross-run table per op.
-5. **Training** — per strategy and device count, with the equality check and a plot.
-6. **Advice** — the ranked table with reasons (strategies that do not fit flagged OOM) and the
+4. **Training** — per strategy and device count, with the equality check.
+5. **Advice** — the ranked table with reasons (strategies that do not fit flagged OOM) and the
    ``--scale`` table and plot.
+6. **Runs** — each result directory's env block: versions, devices, the NCCL_* (and related) settings
+   in force, the command line, run parameters.
+7. **Units** — the legend every number is read with.
 
 A run whose numbers were taken on CPU gets a banner at the top that says so in plain words.
 """
@@ -43,7 +44,8 @@ from gpucomm.report._format import (
     fmt_wrong,
 )
 from gpucomm.report.document import Document, KeyValues, Paragraph, Preformatted, Section, Table
-from gpucomm.report.findings import NOISY, is_noisy, pair_sentences, trust_sentences
+from gpucomm.report.findings import NOISY, is_noisy
+from gpucomm.report.overview import findings_section
 from gpucomm.report.runs import Run, device_name
 from gpucomm.report.terminal import advice_order
 
@@ -420,9 +422,6 @@ def _train_section(runs: Sequence[Run]) -> Section | None:
                                         + f", {steps} steps ({warm} warmup, left out of the timings).",
                                         tone="note"))
     section.blocks.append(_train_table(runs, train))
-    figure = plots.train_plot(runs)
-    if figure is not None:
-        section.blocks.append(figure)
     return section
 
 
@@ -507,26 +506,13 @@ def _banners(runs: Sequence[Run]) -> list[Paragraph]:
     return banners
 
 
-def _findings_section(runs: Sequence[Run]) -> Section | None:
-    sentences = pair_sentences(runs)
-    trust = trust_sentences(runs)
-    if not sentences and not trust:
-        return None
-    section = Section("Findings", anchor="findings")
-    section.blocks += [Paragraph(text) for text in sentences]
-    figure = plots.headline_plot(runs)
-    if figure is not None:
-        section.blocks.append(figure)
-    section.blocks += [Paragraph(text, tone=tone) for tone, text in trust]
-    return section
-
-
 def document(runs: Sequence[Run]) -> Document:
     """The report for the given runs (see the module docstring for its sections)."""
-    findings = _findings_section(runs)
-    sections = ([findings] if findings else []) + [_runs_section(runs), _units_section()]
-    sections += [s for s in (_wrong_section(runs), _bench_section(runs), _train_section(runs),
-                             _advice_section(runs)) if s is not None]
+    findings = findings_section(runs)
+    sections = ([findings] if findings else []) + [
+        s for s in (_wrong_section(runs), _bench_section(runs), _train_section(runs), _advice_section(runs))
+        if s is not None]
+    sections += [_runs_section(runs), _units_section()]
     flat: list[Section] = []
     for s in sections:  # an op's heading is a sub-section placed among the section's blocks
         current = Section(s.title, s.level, [], s.anchor)

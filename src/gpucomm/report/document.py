@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Block", "Document", "Figure", "KeyValues", "Paragraph", "Preformatted", "Section", "Table"]
+__all__ = ["Answer", "Block", "Document", "Figure", "KeyValues", "Paragraph", "Preformatted", "Section", "Table"]
 
 Flag = Literal["", "wrong", "oom", "failed", "na"]
 """How a table row is marked: a wrong result, a strategy that does not fit, a failed or n/a run."""
@@ -27,6 +27,19 @@ class Paragraph:
     text: str
     tone: Literal["", "note", "warning", "ok"] = ""
     kind: str = field(default="paragraph", init=False)
+
+
+@dataclass(slots=True)
+class Answer:
+    """A run's answer (:func:`gpucomm.report.findings.answer`): a few lines, the first one the heading.
+
+    A line of the form "subject: text" shows its subject in bold; ``title`` names the run when a report
+    compares several ("" otherwise).
+    """
+
+    title: str
+    lines: list[str]
+    kind: str = field(default="answer", init=False)
 
 
 @dataclass(slots=True)
@@ -60,6 +73,11 @@ class Table:
             ``[("", 6), ("out-of-place", 6), ("in-place", 6)]``; empty for no group row.
         numeric: per column, whether it is right-aligned.
         caption: what the table shows, above it.
+        tones: per row, one tone per cell ("good", "bad", "even", "muted" or ""), or empty for none: how a
+            summary cell is coloured (faster, slower, on par, not trusted).
+
+    A cell's text may hold a line break ("1.36x faster\ngather, all sizes"): HTML draws a second line,
+    Markdown joins the two with " · ".
     """
 
     headers: list[str]
@@ -69,6 +87,7 @@ class Table:
     numeric: list[bool]
     groups: list[tuple[str, int]] = field(default_factory=list)
     caption: str = ""
+    tones: list[list[str]] = field(default_factory=list)
     kind: str = field(default="table", init=False)
 
 
@@ -83,7 +102,7 @@ class Figure:
     kind: str = field(default="figure", init=False)
 
 
-Block = Paragraph | KeyValues | Preformatted | Table | Figure
+Block = Paragraph | Answer | KeyValues | Preformatted | Table | Figure
 
 
 @dataclass(slots=True)

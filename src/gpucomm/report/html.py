@@ -16,8 +16,8 @@ from gpucomm.report.document import Document
 __all__ = ["TEMPLATE", "render"]
 
 TEMPLATE = "report.html.j2"
-_WRAP_COLUMNS = ("note", "reason")  # prose columns may wrap; numbers and names stay on one line
-_WIDE_FIGURES = ("train", "scale")  # two panels each: given the full width
+_WRAP_COLUMNS = ("note", "reason", "equal to single", "slower at")  # prose may wrap; numbers and names do not
+_WIDE_FIGURES = ("headline_speedup", "train", "scale")  # several panels each: given the full width
 
 
 def _data_uri(svg: bytes) -> str:

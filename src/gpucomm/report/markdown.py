@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from gpucomm.report.document import Document, Figure, KeyValues, Paragraph, Preformatted, Table
+from gpucomm.report.document import Answer, Document, Figure, KeyValues, Paragraph, Preformatted, Table
 
 __all__ = ["escape", "render"]
 
@@ -63,11 +63,17 @@ def _table(table: Table) -> list[str]:
     if any(table.units):
         out.append(line([f"*{escape(u)}*" if u else "" for u in table.units]))
     for cells, flag in zip(table.rows, table.flags, strict=True):
-        text = [escape(c) for c in cells]
+        text = [escape(c.replace("\n", " · ")) for c in cells]
         if flag in ("wrong", "failed", "oom"):
             text = [f"**{c}**" if c else c for c in text]
         out.append(line(text))
     return out
+
+
+def _subject(line: str) -> str:
+    """An answer line as a list item, its "subject:" in bold."""
+    subject, sep, rest = line.partition(": ")
+    return f"- **{escape(subject)}**: {escape(rest)}" if sep else f"- {escape(line)}"
 
 
 def _block(block) -> list[str]:
@@ -76,6 +82,9 @@ def _block(block) -> list[str]:
         if block.tone == "warning":
             return [f"> **WARNING: {text}**"]
         return [f"*{text}*" if block.tone == "note" else text]
+    if isinstance(block, Answer):
+        out = [f"**{escape(block.title)}**", ""] if block.title else []
+        return out + [_subject(line) for line in block.lines]
     if isinstance(block, KeyValues):
         return [f"- **{escape(k.strip())}**: {escape(v)}" for k, v in block.pairs]
     if isinstance(block, Preformatted):

@@ -26,6 +26,7 @@ from gpucomm.report.runs import Run
 
 __all__ = ["bench_plots", "busbw_plot", "headline_plot", "scale_plot", "speedup_plot", "train_plot"]
 
+_FORMS = {"plain": 0, "prepared": 1, "graph": 2}
 _RC = {"svg.hashsalt": "gpucomm-report", "svg.fonttype": "none", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3}
 
 
@@ -67,12 +68,18 @@ def _render(name: str, title: str, draw: Callable[[object], None], width: float 
     with matplotlib.rc_context(_RC):
         fig = MplFigure(figsize=(width, height), layout="constrained")
         FigureCanvasAgg(fig)
-        draw(fig)
         fig.suptitle(_plain(title))
-        png, svg = io.BytesIO(), io.BytesIO()
-        fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
-        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
-    return Figure(name=_safe(name), title=title, png=png.getvalue(), svg=svg.getvalue())
+        draw(fig)
+        png, svg = _save(fig)
+    return Figure(name=_safe(name), title=title, png=png, svg=svg)
+
+
+def _save(fig) -> tuple[bytes, bytes]:
+    """A drawn figure as PNG (110 dpi) and SVG bytes, without dates or software names (reproducible files)."""
+    png, svg = io.BytesIO(), io.BytesIO()
+    fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
+    fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+    return png.getvalue(), svg.getvalue()
 
 
 def _size_axis(ax, sizes: Iterable[int]) -> None:
@@ -94,10 +101,36 @@ def _size_axis(ax, sizes: Iterable[int]) -> None:
     ax.set_xlabel("message size (nccl-tests size column)")
 
 
-def _series_label(run: Run, backend: str, placement: str, n: int, multi: dict[str, bool]) -> str:
-    parts = [backend]
-    if multi["placement"]:
-        parts.append(placement)
+_FORM_STYLE = {"plain": "-", "prepared": "--", "graph": ":"}
+_NOISY_LABEL = "hollow = too noisy (p99 > 3x median), left out of the findings"
+
+
+def _palette(keys: Sequence[tuple]) -> dict[tuple, str]:
+    """A distinct colour per series key, never repeated: tab10's hues in order for up to ten series, tab20 up
+    to twenty, then evenly spaced colours of a continuous map.  (The line style, not the colour, says the
+    form: plain solid, prepared dashed, graph dotted.)"""
+    from matplotlib import colormaps
+
+    unique = list(dict.fromkeys(keys))
+    if len(unique) <= 10:
+        cmap, at = colormaps["tab10"], lambda i: i
+    elif len(unique) <= 20:
+        cmap, at = colormaps["tab20"], lambda i: i
+    else:
+        cmap, at = colormaps["turbo"], lambda i: i / (len(unique) - 1)
+    return {k: _hex(cmap(at(i))) for i, k in enumerate(unique)}
+
+
+def _hex(rgba) -> str:
+    from matplotlib.colors import to_hex
+
+    return to_hex(rgba)
+
+
+def _series_label(run: Run, backend: str, form: str, n: int, multi: dict[str, bool]) -> str:
+    """A series' legend label: backend, form, n and run as far as they tell series apart (placement is the
+    marker shape, explained once)."""
+    parts = [backend] + ([form] if form != "plain" else [])
     if multi["n"]:
         parts.append(f"n={n}")
     if multi["run"]:
@@ -106,65 +139,102 @@ def _series_label(run: Run, backend: str, placement: str, n: int, multi: dict[st
 
 
 def _bench_series(runs: Sequence[Run], op: str, value: Callable[[object], float | None]):
-    """One line per run, backend, placement and n of one op: (label, colour index, in-place, points).
+    """One line per run, backend, form, placement and n of one op: (label, colour, in-place, points).
 
-    Each point is (size, value, wrong); a backend keeps its colour across placements.
+    Each point is (size, value, wrong, noisy); a backend and form keep their colour across placements, and
+    every backend and form has its own colour (a backend's forms share its hue, in different shades).
     """
-    rows = [(run, r) for run in runs for r in run.results.bench if r.op == op]
+    from gpucomm.report.findings import noisy_rows
+
+    rows = [(run, r) for run in runs for r in run.results.bench if r.op == op and value(r) is not None]
     multi = {"placement": len({r.placement for _, r in rows}) > 1, "n": len({r.n for _, r in rows}) > 1,
              "run": len({id(run) for run, _ in rows}) > 1}
-    series: dict[tuple, list[tuple[int, float, bool]]] = defaultdict(list)
+    series: dict[tuple, list[tuple[int, float, bool, bool]]] = defaultdict(list)
     labels: dict[tuple, str] = {}
     for run_index, run in enumerate(runs):
-        for r in run.results.bench:
+        records = run.results.bench
+        untrusted = noisy_rows(records)
+        for i, r in enumerate(records):
             v = value(r) if r.op == op else None
             if v is None or v <= 0 or not math.isfinite(v):
                 continue
-            key = (run_index, backend_key(r.backend), r.n, r.dtype, r.placement != "out-of-place")
-            labels[key] = _series_label(run, r.backend, r.placement, r.n, multi)
-            series[key].append((r.size, v, r.wrong > 0))
-    colours = {k[:4]: i for i, k in enumerate(dict.fromkeys(k[:4] for k in sorted(series)))}
-    return [(labels[k], colours[k[:4]], k[4], sorted(series[k])) for k in sorted(series)]
+            key = ((run_index, backend_key(r.backend), r.backend), _FORMS.get(r.form, 9), r.n, r.dtype,
+                   r.placement != "out-of-place", r.form)
+            labels[key] = _series_label(run, r.backend, r.form, r.n, multi)
+            series[key].append((r.size, v, r.wrong > 0, i in untrusted))
+    colours = _palette([(k[0], k[1], k[2], k[3]) for k in sorted(series)])
+    return [(labels[k], colours[(k[0], k[1], k[2], k[3])], k[4], _FORM_STYLE.get(k[5], "-"), sorted(series[k]))
+            for k in sorted(series)]
+
+
+def _log_ratio_axis(ax, values: list[float]) -> None:
+    """A log2 y axis labelled "0.5x", "1x", "2x" when ratios span more than 4x, else linear."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    if values and max(values) / min(values) > 4:
+        ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}x"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _noisy_key():
+    """The legend entry that explains hollow points (neutral grey, whatever the series' colours)."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], marker="o", color="grey", markerfacecolor="white", linestyle="none"), _NOISY_LABEL
 
 
 def _draw_bench(series, ylabel: str, log_y: bool, baseline_line: bool):
     def draw(fig) -> None:
+        from matplotlib.lines import Line2D
+
         ax = fig.add_subplot()
-        wrong_labelled = False
-        both = len({in_place for _, _, in_place, _ in series}) > 1  # dashed = in-place, when both exist
-        for label, colour, in_place, points in series:
-            xs, ys, wrong = zip(*points, strict=True)
-            ax.plot(xs, ys, marker="o", markersize=3, color=f"C{colour % 10}",
-                    linestyle="--" if in_place and both else "-", label=_plain(label))
-            bad = [(x, y) for x, y, w in zip(xs, ys, wrong, strict=True) if w]
-            if bad:
-                ax.plot(*zip(*bad, strict=True), "X", color="red", markersize=9, linestyle="none",
-                        label=None if wrong_labelled else "WRONG result")
-                wrong_labelled = True
+        both = len({in_place for _, _, in_place, _, _ in series}) > 1  # square markers = in-place, when both
+        handles: dict[str, object] = {}
+        noisy = wrong = False
+        for label, colour, in_place, style, points in series:
+            xs, ys, bad, loose = zip(*points, strict=True)
+            marker = "s" if in_place and both else "o"
+            (line,) = ax.plot(xs, ys, marker=marker, markersize=4, color=colour, linestyle=style)
+            handles.setdefault(_plain(label), line)
+            hollow = [(x, y) for x, y, w, nz in zip(xs, ys, bad, loose, strict=True) if nz and not w]
+            if hollow:
+                ax.plot(*zip(*hollow, strict=True), marker, color=colour, markerfacecolor="white", markersize=7,
+                        linestyle="none")
+                noisy = True
+            errors = [(x, y) for x, y, w in zip(xs, ys, bad, strict=True) if w]
+            if errors:
+                ax.plot(*zip(*errors, strict=True), "X", color="red", markersize=9, linestyle="none")
+                wrong = True
         _size_axis(ax, [p[0] for *_, pts in series for p in pts])
         values = [p[1] for *_, pts in series for p in pts]
         if log_y:
             ax.set_yscale("log")
-        elif max(values) / min(values) > 4:  # ratios spanning a wide range read best on a log scale
-            from matplotlib.ticker import FuncFormatter, NullFormatter
-
-            ax.set_yscale("log", base=2)
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}x"))
-            ax.yaxis.set_minor_formatter(NullFormatter())
+        else:
+            _log_ratio_axis(ax, values)
         if baseline_line:
-            ax.axhline(1.0, color="black", linewidth=1, linestyle=":", label="baseline (1.0x)")
+            handles["baseline (1.0x)"] = ax.axhline(1.0, color="black", linewidth=1, linestyle=":")
         ax.set_ylabel(ylabel)
-        ax.legend(fontsize=7)
+        if both:
+            handles["square = in-place, round = out-of-place"] = Line2D([], [], marker="s", color="grey",
+                                                                        linestyle="none")
+        if noisy:
+            handle, text = _noisy_key()
+            handles[text] = handle
+        if wrong:
+            handles["WRONG result"] = Line2D([], [], marker="X", color="red", linestyle="none", markersize=9)
+        ax.legend(list(handles.values()), list(handles), loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0,
+                  fontsize=7, frameon=False)
     return draw
 
 
 def busbw_plot(runs: Sequence[Run], op: str) -> Figure | None:
-    """Bus bandwidth against size for one op, one line per backend (in-place dashed)."""
+    """Bus bandwidth against size for one op: one line per backend and form (in-place points square)."""
     series = _bench_series(runs, op, lambda r: r.busbw_gbps)
     if not series:
         return None
     return _render(f"busbw_{op}", f"{op}: bus bandwidth vs size{cpu_tag(runs)}",
-                   _draw_bench(series, "busbw (GB/s, per direction)", log_y=True, baseline_line=False))
+                   _draw_bench(series, "busbw (GB/s, per direction)", log_y=True, baseline_line=False), width=8.0)
 
 
 def speedup_plot(runs: Sequence[Run], op: str) -> Figure | None:
@@ -175,7 +245,7 @@ def speedup_plot(runs: Sequence[Run], op: str) -> Figure | None:
     baselines = sorted({r.baseline for run in runs for r in run.results.bench
                         if r.op == op and r.baseline and r.baseline != r.backend and r.speedup is not None})
     return _render(f"speedup_{op}", f"{op}: speedup vs {' / '.join(baselines)} (above 1 = faster){cpu_tag(runs)}",
-                   _draw_bench(series, "baseline time / time", log_y=False, baseline_line=True))
+                   _draw_bench(series, "baseline time / time", log_y=False, baseline_line=True), width=8.0)
 
 
 def bench_plots(runs: Sequence[Run], op: str) -> list[Figure]:
@@ -184,63 +254,129 @@ def bench_plots(runs: Sequence[Run], op: str) -> list[Figure]:
 
 
 def headline_plot(runs: Sequence[Run]) -> Figure | None:
-    """Speedup against size for every op and backend pair, one line each: the report's first figure.
+    """Speedup against size, one small panel per op, one line per backend pair and form: the report's first figure.
 
-    Each point is the median speedup at that size over the rows a finding trusts (not wrong, not
-    noisy; see :mod:`gpucomm.report.findings`), so the picture and the sentences beside it agree.
+    Each filled point is the median speedup at that size over the rows a finding trusts (not wrong, not
+    noisy; see :mod:`gpucomm.report.findings`), so the picture and the sentences beside it agree; a size
+    where every row was too noisy shows a hollow point, never joined to the line.  The legend sits under
+    the panels, outside the data.
     """
     from gpucomm.report.findings import pair_findings
 
-    found = [f for f in pair_findings(runs) if f.by_size]
+    found = [f for f in pair_findings(runs) if f.by_size or f.untrusted_by_size]
     if not found:
         return None
     multi = len(runs) > 1
-    series = [(f"{f.op} {f.backend}" + ("" if f.form == "plain" else f" {f.form}")
-               + (f" [{runs[f.run].tag}]" if multi else ""), k, False,
-               [(z, s, False) for z, s in f.by_size]) for k, f in enumerate(found)]
+    ops = list(dict.fromkeys(f.op for f in found))
+    keys = list(dict.fromkeys(((f.run, backend_key(f.backend), f.backend), _FORMS.get(f.form, 9)) for f in found))
+    colours = _palette(keys)
+    cols = min(len(ops), 5 if len(ops) > 4 else len(ops))
+    rows = -(-len(ops) // cols)
     baselines = sorted({f.baseline for f in found})
-    return _render("headline_speedup", f"speedup vs {' / '.join(baselines)}, every op (above 1 = faster)"
-                   f"{cpu_tag(runs)}", _draw_bench(series, "baseline time / time", log_y=False, baseline_line=True))
+
+    def draw(fig) -> None:
+        axes = fig.subplots(rows, cols, sharex=True, squeeze=False)
+        sizes = [z for f in found for z, _ in (*f.by_size, *f.untrusted_by_size)]
+        labelled: set[str] = set()
+        for k, ax in enumerate(axes.flat):
+            if k >= len(ops):
+                ax.set_visible(False)
+                continue
+            op = ops[k]
+            values = []
+            for f in (f for f in found if f.op == op):
+                key = ((f.run, backend_key(f.backend), f.backend), _FORMS.get(f.form, 9))
+                label = _plain(f"{f.pair}" + (f" [{runs[f.run].tag}]" if multi else ""))
+                colour, style = colours[key], _FORM_STYLE.get(f.form, "-")
+                if f.by_size:
+                    xs, ys = zip(*f.by_size, strict=True)
+                    ax.plot(xs, ys, marker="o", markersize=4, color=colour, linestyle=style,
+                            label=None if label in labelled else label)
+                    labelled.add(label)
+                    values += ys
+                if f.untrusted_by_size:
+                    xs, ys = zip(*f.untrusted_by_size, strict=True)
+                    ax.plot(xs, ys, "o", color=colour, markerfacecolor="white", markersize=6,
+                            label=None if _NOISY_LABEL in labelled else _NOISY_LABEL)
+                    labelled.add(_NOISY_LABEL)
+                    values += ys
+                    if label not in labelled:  # a pair with only noisy points still has its legend entry
+                        ax.plot([], [], color=colour, linestyle=style, label=label)
+                        labelled.add(label)
+            ax.axhline(1.0, color="black", linewidth=1, linestyle=":")
+            _log_ratio_axis(ax, values + [1.0])
+            ax.set_title(op, fontsize=9, family="monospace")
+            _size_axis(ax, sizes)
+            ax.set_xlabel("")
+            ax.tick_params(labelsize=7)
+        for ax in axes[:, 0]:
+            ax.set_ylabel("speedup (x)")
+        handles, labels = [], []
+        for ax in fig.axes:
+            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+                if lab not in labels and lab != _NOISY_LABEL:
+                    handles.append(h)
+                    labels.append(lab)
+        if _NOISY_LABEL in labelled:  # the marker key, neutral grey, last
+            handle, text = _noisy_key()
+            handles.append(handle)
+            labels.append(text)
+        for ax in axes[-1, :]:
+            ax.set_xlabel("message size", fontsize=8)
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(3, max(1, len(labels))), fontsize=8,
+                   frameon=False)
+
+    title = (f"speedup vs {' / '.join(baselines)} per op (above the dotted line = faster){cpu_tag(runs)}")
+    return _render("headline_speedup", title, draw, width=12.0, height=1.2 + 2.3 * rows)
+
+
+def _train_bar(r, tag: str) -> tuple[str, float, str, str]:
+    """(label, samples/s, text at the bar's end, colour) of one train row."""
+    label = f"{r.strategy} ×{r.n_devices}" + tag
+    if r.status != "ok" or r.samples_per_s is None:
+        why = "FAILED" if r.status == "failed" else "not run"
+        return label, 0.0, f"{why}: {r.note.split('; ')[0].split(' (')[0]}", "#9b1c1c" if r.status == "failed" else "grey"
+    parts = [f"{r.samples_per_s:,.1f} samples/s"]
+    if r.scaling_efficiency is not None and r.n_devices > 1:
+        parts.append(f"{100 * r.scaling_efficiency:.0f}% scaling efficiency")
+    if r.equal_to_single is not None:
+        parts.append("equal to single" if r.equal_to_single else "DIFFERENT from single")
+    colour = "#c0392b" if r.equal_to_single is False else "#2f5d9b"
+    return label, r.samples_per_s, " · ".join(parts), colour
 
 
 def train_plot(runs: Sequence[Run]) -> Figure | None:
-    """Training samples/s and scaling efficiency as bars grouped by device count, one bar per strategy.
+    """Training throughput per strategy and device count, fastest first: one horizontal bar each.
 
-    Bars, not lines: device counts are few and strategies often have one count each, and a line would
-    suggest measurements between the points.
+    Each bar says its samples/s, scaling efficiency and equality verdict at its end; a strategy whose
+    results differ from single's is red, one that failed or could not run here has no bar and says why.
+    Bars, not lines: device counts are few, and a line would suggest measurements between them.
     """
     models = {r.model for run in runs for r in run.results.train}
     tagged = sum(1 for run in runs if run.results.train) > 1
-    bars: dict[str, dict[int, tuple[float, float | None]]] = defaultdict(dict)
+    bars = []
     for run in runs:
         for r in run.results.train:
-            if r.status != "ok" or r.samples_per_s is None:
-                continue
-            label = (r.strategy + (f" {r.model}" if len(models) > 1 else "")
-                     + (f" [{run.tag}]" if tagged else ""))
-            bars[label][r.n_devices] = (r.samples_per_s, r.scaling_efficiency)
-    if not bars:
+            tag = (f" {r.model}" if len(models) > 1 else "") + (f" [{run.tag}]" if tagged else "")
+            bars.append(_train_bar(r, tag))
+    if not any(value > 0 for _, value, _, _ in bars):
         return None
-    devices = sorted({n for per in bars.values() for n in per})
-    width = 0.8 / len(bars)
+    bars.sort(key=lambda b: -b[1])
+    top = max(value for _, value, _, _ in bars)
 
     def draw(fig) -> None:
-        ax_t, ax_e = fig.subplots(1, 2)
-        for k, (label, per) in enumerate(bars.items()):
-            xs = [devices.index(n) + (k - (len(bars) - 1) / 2) * width for n in per]
-            ax_t.bar(xs, [v[0] for v in per.values()], width, label=_plain(label), color=f"C{k % 10}")
-            eff = [(x, v[1]) for x, v in zip(xs, per.values(), strict=True) if v[1] is not None]
-            if eff:
-                ax_e.bar([e[0] for e in eff], [100 * e[1] for e in eff], width, label=_plain(label), color=f"C{k % 10}")
-        for ax in (ax_t, ax_e):
-            ax.set_xticks(range(len(devices)), [str(n) for n in devices])
-            ax.set_xlabel("devices")
-            ax.grid(axis="x", visible=False)
-        ax_t.set_ylabel("samples/s (median over timed steps)")
-        ax_e.set_ylabel("scaling efficiency (%)")
-        ax_e.axhline(100, color="black", linewidth=1, linestyle=":")
-        ax_t.legend(fontsize=7)
-    return _render("train", f"training throughput and scaling efficiency{cpu_tag(runs)}", draw, width=9.0)
+        ax = fig.add_subplot()
+        ys = range(len(bars))
+        ax.barh(ys, [b[1] for b in bars], color=[b[3] for b in bars], height=0.6)
+        for y, (_, value, text, _) in zip(ys, bars, strict=True):
+            ax.text(value + top * 0.01, y, _plain(text), va="center", fontsize=8)
+        ax.set_yticks(list(ys), [_plain(b[0]) for b in bars])
+        ax.invert_yaxis()  # fastest at the top
+        ax.set_xlim(0, top * 1.9)  # room for the text after the longest bar
+        ax.set_xlabel("samples/s (median over timed steps)")
+        ax.grid(axis="y", visible=False)
+    return _render("train", f"training throughput per strategy, fastest first{cpu_tag(runs)}", draw, width=9.0,
+                   height=1.0 + 0.45 * len(bars))
 
 
 def scale_plot(runs: Sequence[Run]) -> Figure | None:

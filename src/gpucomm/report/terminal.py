@@ -13,7 +13,11 @@ bench view rebuilds it for every new row (a few hundred rows cost about a millis
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.text import Text
 
 from gpucomm.records import AdviceRecord, BenchRecord, ScaleRecord, TrainRecord
 from gpucomm.report._format import (
@@ -26,10 +30,13 @@ from gpucomm.report._format import (
     fmt_speedup,
     fmt_wrong,
 )
+from gpucomm.report.findings.bench import NOISY, is_noisy, noisy_rows
 from gpucomm.report.fit import Column, FitTable
 
 __all__ = [
     "BENCH_COLUMNS",
+    "NOISY_MARK",
+    "Answer",
     "advice_order",
     "advice_table",
     "bench_row",
@@ -39,17 +46,22 @@ __all__ = [
 ]
 
 # nccl-tests order.  Identity columns (op … timing) collapse into the caption when every row shares
-# them; the numbers with a drop rank are left out, highest rank first, when the terminal is too narrow.
+# them (so does #wrong when every row is 0); the numbers with a drop rank are left out, highest rank first,
+# when the terminal is too narrow — the answer columns (speedup, trust) last.
 BENCH_COLUMNS: tuple[Column, ...] = (
     Column("op", collapse=True), Column("backend", collapse=True), Column("form", collapse=True),
-    Column("size", numeric=True), Column("count", "(elems)", numeric=True, drop=6),
+    Column("size", numeric=True), Column("count", "(elems)", numeric=True, drop=7),
     Column("type", collapse=True), Column("redop", collapse=True), Column("n", numeric=True, collapse=True),
     Column("placement", collapse=True), Column("timing", collapse=True),
-    Column("time med", "(us)", numeric=True), Column("time p99", "(us)", numeric=True, drop=4),
-    Column("algbw", "(GB/s)", numeric=True, drop=5), Column("busbw", "(GB/s)", numeric=True, drop=2),
-    Column("#wrong", numeric=True), Column("speedup", "(x base)", numeric=True, drop=1),
-    Column("note", prose=True),
+    Column("time med", "(us)", numeric=True, drop=3), Column("time p99", "(us)", numeric=True, drop=5),
+    Column("algbw", "(GB/s)", numeric=True, drop=6), Column("busbw", "(GB/s)", numeric=True, drop=4),
+    Column("#wrong", numeric=True, collapse=True), Column("speedup", "(x base)", numeric=True, drop=2),
+    Column("trust", drop=1), Column("note", prose=True),
 )
+
+NOISY_MARK = "noisy"
+"""The trust cell of a row whose ratio is not trusted (its p99, or its baseline row's, > 3x its median)."""
+
 
 _TRAIN_COLUMNS: tuple[Column, ...] = (
     Column("strategy"), Column("model", collapse=True), Column("precision", collapse=True),
@@ -79,14 +91,19 @@ _SCALE_COLUMNS: tuple[Column, ...] = (
 
 
 # ----- bench --------------------------------------------------------------------------------------------
-def bench_row(record: BenchRecord) -> list[str]:
-    """The cells of one bench row, in :data:`BENCH_COLUMNS` order."""
+def bench_row(record: BenchRecord, noisy: bool | None = None) -> list[str]:
+    """The cells of one bench row, in :data:`BENCH_COLUMNS` order.
+
+    ``noisy``: whether the row's ratio is untrusted (default: its own p99 alone decides; a table of rows
+    passes what :func:`~gpucomm.report.findings.noisy_rows` says, which also looks at the baseline row).
+    """
+    noisy = is_noisy(record) if noisy is None else noisy
     return [
         record.op, record.backend, record.form, fmt_bytes(record.size), str(record.count), record.dtype,
         record.reduce_op or MISSING, str(record.n), record.placement, record.timing,
         fmt_float(record.time_us_median), fmt_float(record.time_us_p99),
         fmt_float(record.algbw_gbps), fmt_float(record.busbw_gbps),
-        fmt_wrong(record.wrong), fmt_speedup(record.speedup), record.note,
+        fmt_wrong(record.wrong), fmt_speedup(record.speedup), NOISY_MARK if noisy else "", record.note,
     ]
 
 
@@ -103,12 +120,17 @@ def bench_table(records: Iterable[BenchRecord], title: str | None = None, *,
         A :class:`~gpucomm.report.fit.FitTable` with a units row under the header.  Rows with
         ``#wrong > 0`` are bold red and their ``#wrong`` cell reads "N WRONG"; ``n/c`` means the row was
         not checked.  The ``form`` column says whether a row timed the plain call, a prepared
-        collective or a CUDA-graph replay; the speedup is always against the baseline backend's row.
+        collective or a CUDA-graph replay; the speedup is always against the baseline backend's row.  A row
+        whose p99 (or whose baseline row's p99) is more than 3x its median says "noisy" in the ``trust``
+        column and is dim: its speedup is not an answer (the findings leave it out).  At 80 columns the
+        speedup and trust columns are the last numbers left out.
     """
     records = list(records)
-    rows = [bench_row(r) for r in records]
-    styles = ["bold red" if r.wrong > 0 else None for r in records]
-    return FitTable(BENCH_COLUMNS, rows, styles, title=title, more=more)
+    untrusted = noisy_rows(records)
+    rows = [bench_row(r, i in untrusted) for i, r in enumerate(records)]
+    styles = ["bold red" if r.wrong > 0 else "dim" if i in untrusted else None for i, r in enumerate(records)]
+    notes = [f"{NOISY_MARK} = p99 > {NOISY:g}x median (this row or its baseline): speedup not trusted"] if untrusted else []
+    return FitTable(BENCH_COLUMNS, rows, styles, title=title, notes=notes, more=more)
 
 
 # ----- train --------------------------------------------------------------------------------------------
@@ -230,3 +252,27 @@ def scale_table(records: Iterable[ScaleRecord], title: str | None = None, *,
             for r in records]
     return FitTable(_SCALE_COLUMNS, rows, [None if r.fits else "red" for r in records], title=title,
                     more=more)
+
+
+# ----- answers --------------------------------------------------------------------------------------------
+class Answer:
+    """A command's closing answer: a few lines of findings, each wrapped to the console with a hanging indent.
+
+    The first line is bold (it says how far the rest can be trusted, or what to pick).  Like
+    :class:`~gpucomm.report.fit.FitTable`, it lays itself out when printed, for the console's width, so one
+    object prints correctly at 80 columns and at 200; every word is kept (nothing is truncated).
+    """
+
+    def __init__(self, lines: Iterable[str], *, indent: int = 2) -> None:
+        self.lines = list(lines)
+        self.indent = indent
+
+    def wrapped(self, width: int) -> list[list[str]]:
+        """Per answer line, its physical lines at ``width`` columns (continuations indented)."""
+        return [textwrap.wrap(line, width=max(width, 20), subsequent_indent=" " * self.indent,
+                              break_on_hyphens=False, break_long_words=True) or [""] for line in self.lines]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for k, physical in enumerate(self.wrapped(options.max_width)):
+            for line in physical:
+                yield Text(line, style="bold" if k == 0 else "")

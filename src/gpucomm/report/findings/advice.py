@@ -1,0 +1,47 @@
+"""What an advise run found: the recommended strategy per workload and the number that decides it.
+
+:func:`advice_findings` is what a report's findings say of ``gpucomm advise`` rows: per workload
+(hardware, cluster shape, model, global batch, sequence length), one line — the strategy ranked first,
+its predicted step time, throughput and memory, and the runner-up's step time against it (the margin
+the choice rests on); strategies that do not fit in memory are counted.  These are predictions, and the
+line says so.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from gpucomm.records import AdviceRecord
+from gpucomm.report._format import fmt_float, fmt_mem
+
+__all__ = ["advice_findings"]
+
+
+def _line(records: list[AdviceRecord]) -> str:
+    r0 = records[0]
+    shape = f"{r0.nodes} node{'s' * (r0.nodes != 1)} × {r0.gpus_per_node} GPUs of {r0.hardware}"
+    head = f"{r0.model} ({r0.params / 1e6:,.0f}M parameters, global batch {r0.global_batch}) on {shape}"
+    ranked = sorted((r for r in records if r.rank is not None), key=lambda r: r.rank)
+    oom = sum(1 for r in records if not r.fits)
+    tail = (f"; {oom} strateg{'ies do' if oom != 1 else 'y does'} not fit in memory") if oom else ""
+    if not ranked:
+        return f"Predicted for {head}: no strategy fits{tail}."
+    best = ranked[0]
+    text = (f"Recommended for {head}: {best.strategy} — predicted step {fmt_float(best.step_time_s * 1e3, 1)} ms, "
+            f"{fmt_float(best.samples_per_s, 1)} samples/s, {fmt_mem(best.memory_per_gpu_bytes)} of "
+            f"{fmt_mem(best.memory_capacity_bytes)} per GPU")
+    if len(ranked) > 1:
+        runner = ranked[1]
+        change = runner.step_time_s / best.step_time_s - 1.0
+        text += f"; next, {runner.strategy}: {fmt_float(runner.step_time_s * 1e3, 1)} ms ({change:+.1%})"
+    calibrated = " (calibrated from bench records)" if best.calibrated else ""
+    return text + tail + f"{calibrated}."
+
+
+def advice_findings(records: Iterable[AdviceRecord]) -> list[str]:
+    """One line per workload: the recommendation, its predicted step, throughput and memory, and the runner-up."""
+    groups: dict[tuple, list[AdviceRecord]] = defaultdict(list)
+    for r in records:
+        groups[(r.hardware, r.nodes, r.gpus_per_node, r.model, r.params, r.global_batch, r.seq_len)].append(r)
+    return [_line(group) for group in groups.values()]

@@ -1,0 +1,338 @@
+"""What a bench run found: per op and backend pair, which is faster, by how much, where — and how far to trust it.
+
+A pair is a backend and form ("gpucomm.dist", "prepared") against its baseline's plain call
+(``gpucomm.bench.backends.BACKENDS`` says whose baseline is whose); its speedup at a size is the
+baseline's median time / the backend's median time (> 1 = faster).
+
+Which rows a finding uses, and why:
+
+* a row with ``#wrong > 0`` timed an incorrect operation: it is left out;
+* a row whose p99 is more than :data:`NOISY` times its median (or whose baseline row's is) had a
+  spread so wide that its median-over-median ratio could move by that factor on a rerun: it is left
+  out, counted, and named in the trust signals — never presented as a real speedup;
+* per size, the median speedup over the remaining rows (placements, types) decides whether the backend
+  is faster there; "faster from S up" means faster at S and at every larger size measured;
+* speedups within :data:`EVEN` of 1 at every size are "on par": a difference that small is not an answer.
+
+:func:`bench_answer` says it in at most five lines — what ``gpucomm bench`` ends with and what a report
+opens with; :meth:`PairFinding.sentence` is the longer form, one sentence per pair, for the report's detail.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gpucomm import collectives
+from gpucomm.bench.backends import BACKENDS
+from gpucomm.records import BenchRecord
+from gpucomm.report._format import fmt_bytes, fmt_speedup
+from gpucomm.report.runs import Run
+
+__all__ = [
+    "EVEN",
+    "NOISY",
+    "PairFinding",
+    "bench_answer",
+    "bench_findings",
+    "is_noisy",
+    "noisy_rows",
+    "pair_findings",
+    "pair_sentences",
+    "trust_sentences",
+]
+
+NOISY = 3.0
+"""p99 / median above which a row's median is not trusted for a ratio."""
+
+EVEN = 0.03
+"""Speedups within this fraction of 1 (0.97x–1.03x) at every size are "on par", not faster or slower."""
+
+_FORMS = {"plain": 0, "prepared": 1, "graph": 2}
+_MAX_PAIR_LINES = 4
+
+
+def is_noisy(record: BenchRecord) -> bool:
+    """Whether the row's p99 is more than :data:`NOISY` times its median."""
+    return record.time_us_median > 0 and record.time_us_p99 > NOISY * record.time_us_median
+
+
+def _point(r: BenchRecord, backend: str, form: str) -> tuple:
+    return (r.op, backend, form, r.size, r.dtype, r.reduce_op, r.n, r.placement, r.timing)
+
+
+def _baseline(r: BenchRecord) -> str | None:
+    known = BACKENDS.get(r.backend)
+    return known.baseline if known is not None else (r.baseline if r.baseline != r.backend else None)
+
+
+def noisy_rows(records: Sequence[BenchRecord]) -> set[int]:
+    """Indices of the rows whose ratio is not trusted: noisy themselves, or compared with a noisy or wrong
+    baseline row (every form's ratio divides by the baseline's plain call)."""
+    index = {_point(r, r.backend, r.form): r for r in records}
+    out = set()
+    for i, r in enumerate(records):
+        base = _baseline(r)
+        other = index.get(_point(r, base, "plain")) if base is not None else None
+        if is_noisy(r) or (other is not None and (is_noisy(other) or other.wrong > 0)):
+            out.add(i)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class PairFinding:
+    """One op and backend pair of one run, summarised from its trusted rows."""
+
+    run: int
+    op: str
+    backend: str
+    form: str
+    """"plain", "prepared" or "graph" (``BenchRecord.form``)."""
+    baseline: str
+    rows: int
+    """Rows with a ratio (before leaving any out)."""
+    wrong: int
+    noisy: int
+    by_size: tuple[tuple[int, float], ...]
+    """(size, median speedup over the trusted rows at that size), ascending size."""
+    untrusted_by_size: tuple[tuple[int, float], ...] = ()
+    """(size, median speedup over the noisy rows) at the sizes with no trusted row: drawn, marked, never quoted."""
+
+    @property
+    def pair(self) -> str:
+        """"gpucomm.dist vs torch.distributed", "gpucomm.dist prepared vs torch.distributed"."""
+        form = "" if self.form == "plain" else f" {self.form}"
+        return f"{self.backend}{form} vs {self.baseline}"
+
+    @property
+    def faster_from(self) -> int | None:
+        """The smallest size from which the backend is faster at every measured size; None if never."""
+        start = None
+        for size, speedup in reversed(self.by_size):
+            if speedup < 1.0:
+                break
+            start = size
+        return start
+
+    @property
+    def verdict(self) -> str:
+        """"faster", "faster from" (from a size up, slower below), "slower", "on par", "mixed" or "unknown"
+        (no trusted row)."""
+        speedups = [s for _, s in self.by_size]
+        if not speedups:
+            return "unknown"
+        if all(abs(s - 1.0) <= EVEN for s in speedups):
+            return "on par"
+        start = self.faster_from
+        if start == self.by_size[0][0]:
+            return "faster"
+        if start is not None:
+            return "faster from"
+        return "slower" if max(speedups) < 1.0 else "mixed"
+
+    @property
+    def quoted(self) -> tuple[tuple[int, float], ...]:
+        """The (size, speedup) points the headline number is the median of: every trusted size, or those
+        from :attr:`faster_from` up."""
+        start = self.faster_from if self.verdict == "faster from" else None
+        return tuple((z, s) for z, s in self.by_size if start is None or z >= start)
+
+    @property
+    def speedup(self) -> float | None:
+        """The one number: the median speedup over :attr:`quoted`; None without a trusted row."""
+        return statistics.median(s for _, s in self.quoted) if self.by_size else None
+
+    def phrase(self) -> str:
+        """The op in a few words, for the answer: "gather 1.36x", "gather 35.00x from 1 MiB up (0.80x below)",
+        "broadcast 0.84–1.02x"."""
+        if self.speedup is None:
+            return self.op
+        if self.verdict == "mixed":
+            speedups = [s for _, s in self.by_size]
+            return f"{self.op} {fmt_speedup(min(speedups))[:-1]}–{fmt_speedup(max(speedups))}"
+        text = f"{self.op} {fmt_speedup(self.speedup)}"
+        if self.verdict == "faster from":
+            below = statistics.median(s for z, s in self.by_size if z < self.faster_from)
+            text += f" from {fmt_bytes(self.faster_from)} up ({fmt_speedup(below)} below)"
+        return text
+
+    def sentence(self, prefix: str = "") -> str:
+        """The finding in one sentence, e.g. "gather, gpucomm.comm vs torch.cuda.comm: faster from 1 MiB up,
+        slower below — median speedup 35.00x there (30.00–40.00x over 2 sizes); 1 noisy row left out."."""
+        head = f"{prefix}{self.op}, {self.pair}"
+        left_out = self._left_out()
+        if self.speedup is None:
+            return f"{head}: no trustworthy ratio ({left_out or 'no rows'})."
+        sizes = [z for z, _ in self.by_size]
+        where = {"faster": "faster at every size measured", "slower": "slower at every size measured",
+                 "on par": f"on par (within {EVEN:.0%}) at every size measured",
+                 "faster from": f"faster from {fmt_bytes(self.faster_from)} up, slower below",
+                 "mixed": f"faster at {sum(s >= 1.0 for _, s in self.by_size)} of {len(sizes)} sizes, "
+                          f"slower at the others"}[self.verdict]
+        quoted = [s for _, s in self.quoted]
+        there = " there" if self.verdict == "faster from" else ""
+        spread = (f" ({fmt_speedup(min(quoted))[:-1]}–{fmt_speedup(max(quoted))} over {len(quoted)} sizes)"
+                  if len(quoted) > 1 else f" (at {fmt_bytes(self.quoted[0][0])})")
+        text = f"{head}: {where} — median speedup {fmt_speedup(self.speedup)}{there}{spread}"
+        return text + (f"; {left_out}" if left_out else "") + "."
+
+    def _left_out(self) -> str:
+        parts = []
+        if self.wrong:
+            parts.append(f"{self.wrong} wrong row{'s' * (self.wrong != 1)} left out")
+        if self.noisy:
+            parts.append(f"{self.noisy} noisy row{'s' * (self.noisy != 1)} left out (p99 > {NOISY:g}x median)")
+        return ", ".join(parts)
+
+
+def _order(op: str, backend: str, form: str) -> tuple:
+    op_order = collectives.get(op).order if op in collectives.names() else 1 << 30
+    b = BACKENDS.get(backend)
+    return (op_order, op, b.order if b is not None else 1 << 30, backend, _FORMS.get(form, 9), form)
+
+
+def bench_findings(records: Sequence[BenchRecord], run: int = 0) -> list[PairFinding]:
+    """Every (op, backend with a baseline, form) of one run's bench rows, in collective and backend order."""
+    records = list(records)
+    untrusted = noisy_rows(records)
+    pairs: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
+    for i, r in enumerate(records):
+        base = _baseline(r)
+        if base is not None and r.speedup is not None:
+            pairs[(r.op, r.backend, r.form, base)].append(i)
+    out = []
+    for key in sorted(pairs, key=lambda k: _order(*k[:3])):
+        group = pairs[key]
+        wrong = [i for i in group if records[i].wrong > 0]
+        noisy = [i for i in group if records[i].wrong <= 0 and i in untrusted]
+        per_size: dict[int, list[float]] = defaultdict(list)
+        noisy_size: dict[int, list[float]] = defaultdict(list)
+        for i in group:
+            if i not in wrong:
+                (noisy_size if i in noisy else per_size)[records[i].size].append(records[i].speedup)
+        by_size = tuple((z, statistics.median(v)) for z, v in sorted(per_size.items()))
+        loose = tuple((z, statistics.median(v)) for z, v in sorted(noisy_size.items()) if z not in per_size)
+        out.append(PairFinding(run, *key, rows=len(group), wrong=len(wrong), noisy=len(noisy), by_size=by_size,
+                               untrusted_by_size=loose))
+    return out
+
+
+# ----- the answer ---------------------------------------------------------------------------------------------
+_GROUPS = (("faster at", ("faster", "faster from")), ("slower at", ("slower",)), ("on par at", ("on par",)),
+           ("mixed at", ("mixed",)), ("too noisy at", ("unknown",)))
+
+
+def _pair_line(found: list[PairFinding]) -> str:
+    """One backend pair over every op: faster / slower / on par / mixed / too noisy, each op with its number."""
+    parts = []
+    for label, verdicts in _GROUPS:
+        members = [f for f in found if f.verdict in verdicts]
+        if label in ("faster at", "mixed at"):
+            members.sort(key=lambda f: -(f.speedup or 0.0))
+        elif label == "slower at":
+            members.sort(key=lambda f: f.speedup or 0.0)
+        if members:
+            parts.append(f"{label} " + ", ".join(f.phrase() for f in members))
+    rows = sum(f.rows for f in found)
+    noisy = sum(f.noisy for f in found)
+    if noisy:
+        parts[-1] += f" ({noisy} of {rows} rows left out as noisy)"
+    return f"{found[0].pair}: " + "; ".join(parts)
+
+
+def _unpaired(records: Sequence[BenchRecord]) -> list[str]:
+    """Backends measured without their baseline in the run (torch.cuda.comm needs CUDA): no ratio to give."""
+    present = {r.backend for r in records}
+    types = {r.device_type for r in records}
+    lines = []
+    for name in sorted(present, key=lambda b: BACKENDS[b].order if b in BACKENDS else 1 << 30):
+        b = BACKENDS.get(name)
+        if b is None or b.baseline is None or b.baseline in present:
+            continue
+        base = BACKENDS.get(b.baseline)
+        why = (f"runs on {base.device_type.upper()} only" if base is not None and base.device_type is not None
+               and base.device_type not in types else "did not run")
+        lines.append(f"{name}: no speedup (its baseline, {b.baseline}, {why})")
+    return lines
+
+
+def _trust_line(records: Sequence[BenchRecord], cpu: bool) -> str:
+    checked = sum(1 for r in records if r.wrong >= 0)
+    wrong = sum(1 for r in records if r.wrong > 0)
+    noisy = sum(1 for r in records if is_noisy(r))
+    parts = [f"{len(records)} row{'s' * (len(records) != 1)}, " + (f"{wrong} WRONG (left out)" if wrong else
+                                         "all checked correct" if checked else "none checked")]
+    if noisy:
+        parts.append(f"{noisy} too noisy to quote (p99 > {NOISY:g}x median)")
+    if cpu:
+        parts.append("CPU numbers, not GPU performance")
+    return "answer: " + "; ".join(parts)
+
+
+def bench_answer(records: Iterable[BenchRecord], *, more: str = "report.md") -> list[str]:
+    """What a bench run found, in at most five lines.
+
+    The first line says how far to trust it (rows checked, WRONG, noisy, CPU numbers); then one line per
+    backend pair (at most four; more are counted and left to ``more``): the ops where it is faster, slower,
+    on par, mixed and too noisy to say, each with its speedup and, where it is faster only from a size up,
+    that size.  Backends whose baseline did not run say so when there is room.
+    """
+    records = list(records)
+    if not records:
+        return []
+    found = bench_findings(records)
+    by_pair: dict[tuple[str, str, str], list[PairFinding]] = defaultdict(list)
+    for f in found:
+        by_pair[(f.backend, f.form, f.baseline)].append(f)
+    keys = sorted(by_pair, key=lambda k: _order(found[0].op, k[0], k[1])[2:])
+    lines = [_trust_line(records, any(r.device_type == "cpu" for r in records))]
+    lines += [_pair_line(by_pair[k]) for k in keys[:_MAX_PAIR_LINES]]
+    if len(keys) > _MAX_PAIR_LINES:
+        lines[-1] += f" (and {len(keys) - _MAX_PAIR_LINES} more pair(s) in {more})"
+    lines += _unpaired(records)[:max(0, 5 - len(lines))]
+    return lines
+
+
+# ----- several runs (the report) -------------------------------------------------------------------------------
+def pair_findings(runs: Sequence[Run]) -> list[PairFinding]:
+    """Every run's :func:`bench_findings`, run by run."""
+    return [f for i, run in enumerate(runs) for f in bench_findings(run.results.bench, i)]
+
+
+def pair_sentences(runs: Sequence[Run]) -> list[str]:
+    """One sentence per op and backend pair (prefixed by the run's tag when several runs are compared)."""
+    multi = len(runs) > 1
+    return [f.sentence(f"[{runs[f.run].tag}] " if multi else "") for f in pair_findings(runs)]
+
+
+def trust_sentences(runs: Sequence[Run], limit: int = 5) -> list[tuple[str, str]]:
+    """(tone, sentence) pairs: wrong rows, noisy rows (the worst few named), CPU-only numbers."""
+    rows = [(run, r) for run in runs for r in run.results.bench]
+    out: list[tuple[str, str]] = []
+    if not rows:
+        return out
+    wrong = [r for _, r in rows if r.wrong > 0]
+    checked = sum(1 for _, r in rows if r.wrong >= 0)
+    if wrong:
+        out.append(("warning", f"{len(wrong)} of {len(rows)} rows returned WRONG results; they are left out of "
+                               f"every finding (see Wrong results)."))
+    else:
+        out.append(("ok", f"Every checked row is correct ({checked} of {len(rows)} rows checked)."))
+    noisy = sorted((r for _, r in rows if is_noisy(r)), key=lambda r: -r.time_us_p99 / r.time_us_median)
+    if noisy:
+        named = "; ".join(f"{r.backend} {r.op} {fmt_bytes(r.size)} {r.placement} (p99 "
+                          f"{r.time_us_p99 / r.time_us_median:.1f}x median)" for r in noisy[:limit])
+        more = f", and {len(noisy) - limit} more" if len(noisy) > limit else ""
+        out.append(("warning", f"{len(noisy)} of {len(rows)} rows are too noisy to quote (p99 more than "
+                               f"{NOISY:g}x the median); their speedups, and those of the rows compared with "
+                               f"them, are left out of the findings: {named}{more}."))
+    else:
+        out.append(("ok", f"No row's p99 exceeds {NOISY:g}x its median: the speedups are stable."))
+    cpu = [run for run in runs if run.is_cpu and run.results.bench]
+    if cpu:
+        which = "every run" if len(cpu) == len({id(run) for run, _ in rows}) else ", ".join(r.tag for r in cpu)
+        out.append(("warning", f"CPU numbers ({which}): measured on CPU tensors and gloo, not on GPUs; they "
+                               f"show correctness and host overheads, not GPU performance."))
+    return out

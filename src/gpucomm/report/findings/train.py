@@ -1,0 +1,125 @@
+"""What a train run found: which strategy to pick for the model on these devices, and whether every strategy
+computed what ``single`` did.
+
+:func:`train_findings` is what ``gpucomm train`` ends with and what a report's findings say of train rows:
+per workload (model, precision, global batch, sequence length, device type), two lines —
+
+1. **the pick**: the fastest strategy (samples/s) among those that finished and whose results are not
+   different from single's, the number that decides it (its throughput against the runner-up's) and its
+   scaling efficiency; when one device beats every multi-device strategy, it says that data parallelism
+   does not pay on these devices;
+2. **the equality verdict**: the strategies equal to single within their tolerance, those that differ,
+   failed or could not run here (with the reason).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from gpucomm.records import TrainRecord
+from gpucomm.report._format import fmt_float, fmt_pct
+
+__all__ = ["train_findings"]
+
+
+def _where(r: TrainRecord) -> str:
+    """"2 CPU devices", "4 GPUs (cuda:0 × 4)", "1 GPU (cuda:0)"."""
+    n = r.n_devices
+    if r.device_type == "cpu":
+        return f"{n} CPU device{'s' * (n != 1)}"
+    distinct = list(dict.fromkeys(r.devices))
+    names = f"{distinct[0]} × {len(r.devices)}" if len(distinct) == 1 and len(r.devices) > 1 else ", ".join(distinct)
+    return f"{n} GPU{'s' * (n != 1)}" + (f" ({names})" if names else "")
+
+
+def _label(r: TrainRecord) -> str:
+    return f"{r.strategy} on {r.n_devices}" if r.n_devices > 1 and r.strategy != "single" else r.strategy
+
+
+def _sps(r: TrainRecord) -> str:
+    return f"{fmt_float(r.samples_per_s, 1)} samples/s"
+
+
+def _pick(model: str, records: list[TrainRecord]) -> str:
+    ok = [r for r in records if r.status == "ok" and r.samples_per_s]
+    usable = sorted((r for r in ok if r.equal_to_single is not False), key=lambda r: -(r.samples_per_s or 0.0))
+    if not usable:
+        return f"{model}: no strategy finished with results equal to single's; nothing to pick (see the table)."
+    best, rest = usable[0], usable[1:]
+    multi = [r for r in usable if r.n_devices > 1]
+    if best.n_devices == 1 and multi:
+        top = multi[0]
+        eff = f", {fmt_pct(top.scaling_efficiency)} scaling efficiency" if top.scaling_efficiency is not None else ""
+        return (f"Pick {best.strategy} for {model}: one device ({_sps(best)}) is faster than the best multi-device "
+                f"strategy, {top.strategy} on {_where(top)} ({_sps(top)}{eff}) — data parallelism does not pay on "
+                f"these devices.")
+    text = f"Pick {best.strategy} for {model} on {_where(best)}: {_sps(best)}"
+    if rest:
+        runner = rest[0]
+        text += (f", {best.samples_per_s / runner.samples_per_s:.2f}x the next best, {_label(runner)} "
+                 f"({_sps(runner)})")
+    if best.scaling_efficiency is not None and best.n_devices > 1:
+        text += f"; {fmt_pct(best.scaling_efficiency)} scaling efficiency"
+    return text + "."
+
+
+def _reason(note: str) -> str:
+    """The first clause of a row's note, without its parenthesis: why it did not run or failed."""
+    return note.split("; ")[0].split(" (")[0].strip() or "no reason recorded"
+
+
+def _names(records: list[TrainRecord]) -> str:
+    """"replicated and ddp (2 devices)", or "dp on 2, dp on 4" when the device counts differ."""
+    counts = {r.n_devices for r in records}
+    if len(counts) == 1:
+        names = [r.strategy for r in records]
+        text = ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+        n = counts.pop()
+        return text + (f" ({n} devices)" if n > 1 else "")
+    return ", ".join(_label(r) for r in records)
+
+
+def _equality(records: list[TrainRecord]) -> str:
+    equal = [r for r in records if r.status == "ok" and r.equal_to_single is True]
+    different = [r for r in records if r.status == "ok" and r.equal_to_single is False]
+    failed = [r for r in records if r.status == "failed"]
+    skipped = [r for r in records if r.status not in ("ok", "failed")]
+    parts = []
+    if equal:
+        tols = sorted({f"{r.tolerance:.0e}" for r in equal if r.tolerance is not None})
+        within = f" within {', '.join(tols)}" if tols else ""
+        parts.append(f"{_names(equal)} computed what single did (loss and parameters{within})")
+    for r in different:
+        worst = max((v for v in (r.max_loss_rel_diff, r.max_param_rel_diff) if v is not None), default=None)
+        diff = f": relative difference {worst:.1e}" if worst is not None else ""
+        tol = f" > {r.tolerance:.0e}" if r.tolerance is not None and worst is not None and worst > r.tolerance else ""
+        parts.append(f"{_label(r)} is DIFFERENT from single{diff}{tol}")
+    parts += [f"{_label(r)} FAILED ({_reason(r.note)})" for r in failed]
+    parts += [f"{_label(r)} not run ({_reason(r.note)})" for r in skipped]
+    if not parts:
+        return "Equality: only single ran; there is nothing to compare it with."
+    return "Equality: " + "; ".join(parts) + "."
+
+
+def train_findings(records: Iterable[TrainRecord]) -> list[str]:
+    """Per workload, the strategy to pick and why, then the equality verdict (two lines each).
+
+    Args:
+        records: the train rows of one run (or several runs of the same workloads).
+
+    Returns:
+        Lines of plain text, e.g. ``["Pick replicated for gpt-tiny on 2 GPUs (cuda:0, cuda:1): 785.9 samples/s,
+        1.36x the next best, ddp on 2 (576.1 samples/s); 96.0% scaling efficiency.", "Equality: replicated on 2,
+        ddp on 2 computed what single did (loss and parameters within 1e-05); dp on 2 not run (…)."]``; empty
+        without records.
+    """
+    groups: dict[tuple, list[TrainRecord]] = defaultdict(list)
+    for r in records:
+        groups[(r.model, r.precision, r.global_batch, r.seq_len, r.device_type)].append(r)
+    several = len(groups) > 1
+    lines = []
+    for (model, precision, batch, seq, _), group in groups.items():
+        name = f"{model} ({precision}, global batch {batch}" + (f", sequence {seq})" if seq else ")") if several else model
+        lines += [_pick(name, group), _equality(group)]
+    return lines

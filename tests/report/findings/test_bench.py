@@ -1,0 +1,114 @@
+"""Bench findings: per op and backend pair, from trusted rows only; the answer in at most five lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from report_records import bench, env
+
+from gpucomm.records import ResultSet
+from gpucomm.report.findings import bench as findings
+from gpucomm.report.runs import Run
+
+
+def _run(rows, device_type: str = "cuda") -> Run:
+    return Run("label", Path("."), ResultSet(env=[env(device_type=device_type)], bench=rows))
+
+
+def _pair(op: str, speedups: dict[int, float], backend: str = "gpucomm.comm", base: str = "torch.cuda.comm",
+          **kw) -> list:
+    rows = []
+    for size, speedup in speedups.items():
+        rows.append(bench(op, base, size, time_us=10.0, **kw))
+        rows.append(bench(op, backend, size, time_us=10.0 / speedup, speedup=speedup, baseline=base, **kw))
+    return rows
+
+
+def _one(rows) -> findings.PairFinding:
+    (f,) = findings.bench_findings(rows)
+    return f
+
+
+def test_faster_from_a_size_up():
+    f = _one(_pair("gather", {1 << 10: 0.8, 1 << 20: 30.0, 1 << 26: 40.0}))
+    assert (f.verdict, f.faster_from, f.speedup) == ("faster from", 1 << 20, 35.0)
+    assert f.phrase() == "gather 35.00x from 1 MiB up (0.80x below)"
+    assert f.sentence() == ("gather, gpucomm.comm vs torch.cuda.comm: faster from 1 MiB up, slower below — median "
+                            "speedup 35.00x there (30.00–40.00x over 2 sizes).")
+
+
+def test_faster_slower_on_par_and_mixed():
+    fast = _one(_pair("broadcast", {8: 1.5, 1 << 20: 2.5}))
+    slow = _one(_pair("scatter", {8: 0.5, 1 << 20: 0.5}))
+    even = _one(_pair("reduce", {8: 0.98, 1 << 20: 1.02}))
+    mixed = _one(_pair("all_gather", {8: 1.2, 1 << 10: 0.8, 1 << 20: 0.9}))
+    assert [x.verdict for x in (fast, slow, even, mixed)] == ["faster", "slower", "on par", "mixed"]
+    assert "faster at every size measured — median speedup 2.00x (1.50–2.50x over 2 sizes)" in fast.sentence()
+    assert "slower at every size measured — median speedup 0.50x" in slow.sentence()
+    assert "on par (within 3%)" in even.sentence()
+    assert mixed.phrase() == "all_gather 0.80–1.20x" and "faster at 1 of 3 sizes" in mixed.sentence()
+
+
+def test_noisy_and_wrong_rows_are_left_out_counted_and_kept_for_the_plot():
+    rows = _pair("all_gather", {8: 1.2, 1 << 10: 1.2, 1 << 20: 50.0})
+    rows[-1].time_us_p99 = rows[-1].time_us_median * 10  # the 50x row is noisy
+    rows[1].wrong = 3  # the 8 B gpucomm row is wrong
+    f = _one(rows)
+    assert (f.noisy, f.wrong) == (1, 1)
+    assert f.by_size == ((1 << 10, 1.2),)
+    assert f.untrusted_by_size == ((1 << 20, 50.0),)  # drawn hollow, never quoted
+    assert "50" not in f.sentence().split(";")[0] and "1 noisy row left out" in f.sentence()
+    trust = findings.trust_sentences([_run(rows)])
+    assert [tone for tone, _ in trust] == ["warning", "warning"]
+    assert "1 of 6 rows returned WRONG" in trust[0][1] and "1 of 6 rows are too noisy" in trust[1][1]
+
+
+def test_a_noisy_baseline_row_discredits_its_ratio():
+    rows = _pair("reduce", {8: 2.0, 1 << 10: 3.0})
+    rows[0].time_us_p99 = rows[0].time_us_median * 5  # the baseline at 8 B
+    f = _one(rows)
+    assert f.by_size == ((1 << 10, 3.0),) and f.noisy == 1
+    assert findings.noisy_rows(rows) == {0, 1}
+
+
+def test_prepared_rows_are_their_own_pair():
+    rows = _pair("broadcast", {8: 1.5})
+    prepared = bench("broadcast", "gpucomm.comm", 8, time_us=5.0, speedup=2.0, baseline="torch.cuda.comm")
+    prepared.form = "prepared"
+    sentences = findings.pair_sentences([_run(rows + [prepared])])
+    assert len(sentences) == 2 and sentences[1].startswith("broadcast, gpucomm.comm prepared vs torch.cuda.comm:")
+
+
+def test_the_answer_is_at_most_five_lines_trust_first_then_one_line_per_pair():
+    rows = (_pair("gather", {8: 2.0, 1 << 20: 3.0}) + _pair("scatter", {8: 0.5})
+            + _pair("all_reduce", {8: 1.01}) + _pair("broadcast", {8: 1.5})[:1])
+    noisy = _pair("reduce", {8: 4.0})
+    noisy[1].time_us_p99 = noisy[1].time_us_median * 9
+    rows += noisy + _pair("gather", {8: 1.2}, backend="gpucomm.dist", base="torch.distributed")
+    lines = findings.bench_answer(rows)
+    assert lines[0] == "answer: 13 rows, all checked correct; 1 too noisy to quote (p99 > 3x median)"
+    assert lines[1] == ("gpucomm.comm vs torch.cuda.comm: faster at gather 2.50x; slower at scatter 0.50x; "
+                        "on par at all_reduce 1.01x; too noisy at reduce (1 of 5 rows left out as noisy)")
+    assert lines[2] == "gpucomm.dist vs torch.distributed: faster at gather 1.20x"
+    assert len(lines) == 3
+
+
+def test_the_answer_caps_pairs_and_says_cpu_and_missing_baselines():
+    rows = []
+    for k, form in enumerate(("plain", "prepared", "graph")):
+        for backend, base in (("gpucomm.comm", "torch.cuda.comm"), ("gpucomm.dist", "torch.distributed")):
+            pair = _pair("gather", {8: 1.5 + k}, backend=backend, base=base)
+            pair[1].form = form
+            rows += pair if form == "plain" else pair[1:]
+    lines = findings.bench_answer(rows)
+    assert len(lines) == 5 and lines[-1].endswith("(and 2 more pair(s) in report.md)")
+    cpu = [bench("gather", "gpucomm.comm", 8, device_type="cpu")]
+    assert findings.bench_answer(cpu) == [
+        "answer: 1 row, all checked correct; CPU numbers, not GPU performance",
+        "gpucomm.comm: no speedup (its baseline, torch.cuda.comm, runs on CUDA only)"]
+    assert findings.bench_answer([]) == []
+
+
+def test_cpu_runs_say_so_in_the_trust_sentences():
+    run = _run(_pair("all_reduce", {8: 1.1}, device_type="cpu"), device_type="cpu")
+    assert any("CPU numbers" in text for _, text in findings.trust_sentences([run]))

@@ -1,0 +1,46 @@
+"""Train findings: the strategy to pick and why, and the equality verdict."""
+
+from __future__ import annotations
+
+from report_records import train, train_rows
+
+from gpucomm.report.findings import train_findings
+
+
+def test_the_fastest_equal_strategy_is_picked_against_the_runner_up():
+    rows = train_rows()
+    rows[3].max_loss_rel_diff = 3e-3  # ddp: different from single
+    pick, equality = train_findings(rows)
+    # ddp (185) differs from single, so replicated (190) is compared with the next usable one: dp (150)
+    assert pick == ("Pick replicated for gpt-tiny on 2 GPUs: 190.0 samples/s, 1.27x the next best, dp on 2 "
+                    "(150.0 samples/s); 95.0% scaling efficiency.")
+    assert equality == ("Equality: dp and replicated (2 devices) computed what single did (loss and parameters "
+                        "within 1e-05); ddp on 2 is DIFFERENT from single: relative difference 3.0e-03 > 1e-05; "
+                        "dp on 4 not run (dp needs CUDA).")
+
+
+def test_when_one_device_wins_it_says_data_parallelism_does_not_pay():
+    rows = [train("single", 1, 100.0, eff=1.0), train("ddp", 2, 60.0, eff=0.3)]
+    for r in rows:
+        r.device_type, r.devices = "cpu", ["cpu"] * r.n_devices
+    pick, _ = train_findings(rows)
+    assert pick == ("Pick single for gpt-tiny: one device (100.0 samples/s) is faster than the best multi-device "
+                    "strategy, ddp on 2 CPU devices (60.0 samples/s, 30.0% scaling efficiency) — data parallelism "
+                    "does not pay on these devices.")
+
+
+def test_failures_and_a_lone_single_run_are_said_plainly():
+    failed = train("ddp", 2, 0.0, status="failed", note="RuntimeError: boom (rank 1); see the log")
+    assert train_findings([train("single", 1, 100.0), failed])[1] == "Equality: ddp on 2 FAILED (RuntimeError: boom)."
+    assert train_findings([train("single", 1, 100.0)])[1] == ("Equality: only single ran; there is nothing to "
+                                                            "compare it with.")
+    assert train_findings([failed])[0].endswith("nothing to pick (see the table).")
+    assert train_findings([]) == []
+
+
+def test_several_workloads_name_theirs():
+    other = train("single", 1, 50.0)
+    other.model = "gpt-small"
+    lines = train_findings([train("single", 1, 100.0), other])
+    assert len(lines) == 4 and lines[2].startswith("Only") is False
+    assert lines[0].startswith("Pick single for gpt-tiny (fp32, global batch 32, sequence 128) on 1 GPU")
