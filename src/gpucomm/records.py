@@ -174,7 +174,8 @@ class TrainRecord:
     warmup_steps: int
     """Leading steps left out of the timing statistics."""
     status: str = "ok"
-    """"ok", "not-applicable" (e.g. dp on CPU) or "failed"."""
+    """"ok", "not-applicable" (e.g. dp on CPU), "failed", or "interrupted" (Ctrl-C during the strategy: the
+    row holds its finished steps, ``steps`` says how many; no final parameters, so no equality)."""
     params: int | None = None
     """Trainable parameter count."""
     samples_per_s: float | None = None

@@ -155,6 +155,51 @@ def test_interrupt_during_process_group_phase_keeps_streamed_rows(tmp_path):
     assert not (out / ".process-group-rows.jsonl").exists()
 
 
+def test_a_second_interrupt_cannot_stop_the_report(tmp_path):
+    out = tmp_path / "run"
+    proc = _bench(["--backends", "gpucomm.comm", "--devices", "cpu,cpu", "-b", "1K", "-e", "64M", "-f", "2",
+                   "-n", "20", "--out", str(out)])
+    path = out / records.RECORDS_FILE
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not path.exists() or len(path.read_text().splitlines()) < 4):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)  # the report is being written now
+    proc.send_signal(signal.SIGINT)
+    text, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, text
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    assert (out / "report.md").exists() and records.load(out).bench
+
+
+# ----- buffers that cannot fit: refused before any work -----------------------------------------------------
+_TOO_BIG = [["-e", "100G"], ["-b", "8G", "-e", "8G", "--ops", "all_gather", "--backends", "gpucomm.comm"]]
+
+
+@pytest.mark.parametrize("flags", _TOO_BIG)
+def test_buffers_beyond_the_host_memory_are_one_line_exit_2_and_write_nothing(flags, tmp_path, capsys,
+                                                                              monkeypatch):
+    from gpucomm.bench import memory
+
+    monkeypatch.setattr(memory, "available_bytes", lambda place: 23 << 30)  # the 23 GiB machine of issue 19
+    monkeypatch.chdir(tmp_path)
+    assert _main(["bench", *flags, "--devices", "cpu,cpu,cpu,cpu"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "needs" in err[0] and "of host memory" in err[0], err
+    assert "but 23.0 GiB is available" in err[0]
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.skipif(not NO_GPU, reason="the issue's commands as typed, on a machine without a GPU")
+@pytest.mark.parametrize("flags", _TOO_BIG)
+def test_the_issue_commands_are_refused_as_typed(flags, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "gpucomm", "bench", *flags], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "", proc
+    assert proc.stderr.count("\n") == 1 and "GiB of host memory" in proc.stderr
+    assert not list(tmp_path.iterdir())
+
+
 # ----- probes: bad numbers, process counts, result directories ------------------------------------------
 @pytest.mark.parametrize("value", ["0", "-1", "inf", "-inf", "nan", "soon"])
 def test_bad_timeout_is_a_usage_error_that_writes_nothing(value, tmp_path, capsys):

@@ -55,3 +55,39 @@ def slow_in_ranks_factory():
         return batch_fn(seed, step, global_batch)
 
     return model, slow_batch_fn, loss_fn
+
+
+def _touch_mark() -> None:
+    import os
+    import pathlib
+
+    if "GPUCOMM_TEST_MARK" in os.environ:
+        pathlib.Path(os.environ["GPUCOMM_TEST_MARK"]).touch()
+
+
+def slow_loss_factory():
+    """``factory``, but from the third loss on, each call touches ``$GPUCOMM_TEST_MARK`` and sleeps: an
+    interrupt then lands in a strategy that has finished at least two steps."""
+    import time
+
+    model, batch_fn, loss_fn = factory()
+    calls = []
+
+    def slow_loss_fn(outputs, targets):
+        calls.append(1)
+        if len(calls) >= 3:
+            _touch_mark()
+            time.sleep(0.3)
+        return loss_fn(outputs, targets)
+
+    return model, batch_fn, slow_loss_fn
+
+
+def slow_build_factory():
+    """Touches ``$GPUCOMM_TEST_MARK`` and sleeps before returning ``factory()``: an interrupt then lands
+    before any strategy has started."""
+    import time
+
+    _touch_mark()
+    time.sleep(30)
+    return factory()

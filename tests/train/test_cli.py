@@ -199,9 +199,39 @@ def test_interrupt_keeps_finished_rows_and_writes_the_report(tmp_path, phase, st
     assert proc.returncode == code, (out, err)
     assert "Traceback" not in err and "Traceback" not in out, err
     rows = load(tmp_path / "out").train
-    assert [r.strategy for r in rows] == ["single"] and rows[0].status == "ok"
+    assert rows[0].strategy == "single" and rows[0].status == "ok"
     assert f"interrupted ({sig.name}): 1 finished row kept" in out
+    if phase == "ddp":  # its steps ran in other processes: nothing of it to keep
+        assert len(rows) == 1
+    elif len(rows) == 1:  # stopped in its first step: said so
+        assert "slow was stopped before its first step finished" in out
+    else:  # the strategy it stopped keeps its finished steps as a partial row
+        assert [r.strategy for r in rows] == ["single", "slow"] and rows[1].status == "interrupted"
+        assert 1 <= rows[1].steps == len(rows[1].losses) < 40 and rows[1].equal_to_single is None
+        assert f"slow's {rows[1].steps} finished step" in out
     assert (tmp_path / "out" / "report.md").exists()
+
+
+def test_interrupt_in_the_first_strategy_keeps_its_finished_steps_as_a_partial_row(tmp_path):
+    proc = _start(tmp_path, "single", "gpucomm_train_factory_example:slow_loss_factory")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err + out, err
+    (row,) = load(tmp_path / "out").train
+    assert row.strategy == "single" and row.status == "interrupted" and row.steps >= 2
+    assert len(row.losses) == len(row.step_ms) == row.steps and row.samples_per_s is not None
+    assert "interrupted after" in row.note
+    assert f"interrupted (SIGINT): 0 finished rows kept; single's {row.steps} finished steps kept" in out
+
+
+def test_interrupt_before_any_strategy_says_so_and_writes_nothing(tmp_path):
+    proc = _start(tmp_path, "single", "gpucomm_train_factory_example:slow_build_factory")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err + out and "interrupted before any strategy started; nothing written" in err
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("width", [80, 120])

@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import types
-from contextlib import contextmanager
 from pathlib import Path
 
 from gpucomm import collectives
+from gpucomm._interrupts import ignore_interrupts, interrupts
 from gpucomm.bench import backends as _backends
 from gpucomm.bench.config import DTYPES, BenchConfig, defaults_for, parse_dtype
 from gpucomm.bench.sizes import parse_size, size_sweep
@@ -268,21 +267,18 @@ def _out_dir(text: str | None) -> Path:
     return path
 
 
-@contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM raises KeyboardInterrupt in the main thread, so both signals keep rows and the report."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+def _memory_refusal(session) -> str | None:
+    """Why the run's buffers cannot fit (:mod:`gpucomm.bench.memory`), or None.
 
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    Under torchrun each rank would judge its own device and a refusal on one rank would leave the
+    others waiting, so there the check is left to the launcher's job (and the allocator's message).
+    """
+    if _torchrun():
+        return None
+    from gpucomm.bench import memory
+
+    _, local_points, group_points, _ = session.plan()
+    return memory.refusal(session.cfg, local_points, group_points)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -292,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg, named = config_from_args(args)
         session = Session(cfg, None, named_backends=named, torchrun=_torchrun())
-        problem = session.nothing_to_measure()
+        problem = session.nothing_to_measure() or _memory_refusal(session)
         if problem:
             raise UsageError(problem)
         rank0 = not _torchrun() or os.environ.get("RANK") == "0"
@@ -300,5 +296,11 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"gpucomm bench: error: {exc}", file=sys.stderr)
         return 2
-    with _sigterm_as_interrupt():
-        return session.run()
+    with interrupts():  # the first Ctrl-C/SIGTERM stops the run; later ones cannot stop the report
+        try:
+            return session.run()
+        except KeyboardInterrupt:  # one that came outside the session's own handling (e.g. in the report)
+            ignore_interrupts()
+            print(f"gpucomm bench: interrupted; {len(session.records)} finished rows are in {session.out}",
+                  file=sys.stderr)
+            return 130

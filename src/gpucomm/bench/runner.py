@@ -26,7 +26,8 @@ from gpucomm.bench.config import BenchConfig
 from gpucomm.collectives.spec import Invocation
 from gpucomm.records import BenchRecord
 
-__all__ = ["ROTATE_BYTES", "GraphCaptureError", "Point", "measure", "plan", "run_points", "unsupported_reasons"]
+__all__ = ["ROTATE_BYTES", "GraphCaptureError", "Point", "measure", "plan", "rotation_sets", "run_points",
+           "unsupported_reasons"]
 
 ROTATE_BYTES = {"cuda": 256 << 20, "cpu": 32 << 20}
 """Bytes of buffers a row rotates through, at least (docs/performance.md §3.1)."""
@@ -98,10 +99,19 @@ def unsupported_reasons(cfg: BenchConfig, backends: Sequence[Backend], forms: Fo
     return list(lines)
 
 
-def _rotation(case: Case, backend: Adapter, mode: str) -> int:
-    per_set = max(1, planned_nbytes(case, backend.participants))
-    sets = math.ceil(ROTATE_BYTES.get(backend.device_type, ROTATE_BYTES["cpu"]) / per_set)
+def rotation_sets(case: Case, participants: Sequence[int], device_type: str, mode: str) -> int:
+    """Buffer sets a row of ``case`` rotates through when ``participants`` are held in one process.
+
+    Enough sets to cover :data:`ROTATE_BYTES` (so that timed calls do not find their data in cache), at
+    most 8 (and at most a graph's ops under cuda-graph timing).
+    """
+    per_set = max(1, planned_nbytes(case, list(participants)))
+    sets = math.ceil(ROTATE_BYTES.get(device_type, ROTATE_BYTES["cpu"]) / per_set)
     return max(1, min(_MAX_SETS, sets, timing.GRAPH_OPS if mode == timing.CUDA_GRAPH else _MAX_SETS))
+
+
+def _rotation(case: Case, backend: Adapter, mode: str) -> int:
+    return rotation_sets(case, backend.participants, backend.device_type, mode)
 
 
 def _check(backend: Adapter, case: Case, bufs: BufferSet, inv: Invocation, call, cfg: BenchConfig) -> int:

@@ -48,13 +48,12 @@ interrupted by Ctrl-C, 143 by SIGTERM.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
 import sys
 import time
 import types
 from pathlib import Path
 
+from gpucomm._interrupts import Interrupted, ignore_interrupts, interrupts
 from gpucomm.train.defaults import (
     BUILTIN_GPTS,
     DEFAULT_GLOBAL_BATCH,
@@ -65,9 +64,6 @@ from gpucomm.train.defaults import (
 )
 
 __all__ = ["add_parser", "config_from_args", "run"]
-
-_EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
-
 
 def _one_line_error(self: argparse.ArgumentParser, message: str) -> None:
     self.exit(2, f"{self.prog}: error: {message}\n")
@@ -133,39 +129,6 @@ def config_from_args(args: argparse.Namespace):
     )
 
 
-class _Interrupted:
-    """Which signal stopped the run (SIGINT or SIGTERM), or None."""
-
-    signum: int | None = None
-
-
-@contextlib.contextmanager
-def _interrupts():
-    """SIGINT and SIGTERM raise KeyboardInterrupt once; after the first, both are ignored.
-
-    So the run stops where it is, keeps its rows and writes its report, and a second Ctrl-C (or a
-    TERM that follows the INT) cannot interrupt the clean-up with a traceback.
-    """
-    state = _Interrupted()
-
-    def handler(signum, frame):
-        state.signum = signum
-        for s in _EXIT_SIGNAL:
-            signal.signal(s, signal.SIG_IGN)
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    try:
-        previous = {s: signal.signal(s, handler) for s in _EXIT_SIGNAL}
-    except ValueError:  # not the main thread: leave signals alone
-        yield state
-        return
-    try:
-        yield state
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-
 class _LazyWriter:
     """Creates ``--out`` and its RecordWriter when the first row arrives: a failed run touches nothing."""
 
@@ -194,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     from gpucomm.train.plan import resolve
 
     console = make_console()
-    with _interrupts() as interrupted:
+    with interrupts() as interrupted:
         try:
             try:
                 config = config_from_args(args)
@@ -209,29 +172,41 @@ def run(args: argparse.Namespace) -> int:
             except (ConfigError, ModelError) as exc:
                 print(f"gpucomm train: error: {exc}", file=sys.stderr)
                 return 2
-            except KeyboardInterrupt:
-                for s in _EXIT_SIGNAL:  # the handler did this for a signal; a raise from elsewhere too
-                    with contextlib.suppress(ValueError):
-                        signal.signal(s, signal.SIG_IGN)
-                return _interrupted(console, config, writer, interrupted.signum, report=not args.no_report)
+            except KeyboardInterrupt as exc:
+                ignore_interrupts()  # the handler did this for a signal; a raise from elsewhere too
+                return _interrupted(console, config, writer, interrupted, exc, report=not args.no_report)
             finally:
                 writer.close()
         except KeyboardInterrupt:  # before the config existed: nothing to keep
-            print("gpucomm train: interrupted before any row was written", file=sys.stderr)
-            return _EXIT_SIGNAL.get(interrupted.signum, 130)
+            ignore_interrupts()
+            print("gpucomm train: interrupted before any strategy started; nothing written", file=sys.stderr)
+            return interrupted.exit_status
 
 
-def _interrupted(console, config, writer: _LazyWriter, signum: int | None, *, report: bool) -> int:
-    name = signal.Signals(signum).name if signum else "SIGINT"
-    kept = len(writer.rows)
-    console.print(f"[yellow]interrupted ({name}): {kept} finished row{'s' * (kept != 1)} kept[/]")
+def _interrupted(console, config, writer: _LazyWriter, interrupted: Interrupted, exc: KeyboardInterrupt, *,
+                 report: bool) -> int:
+    from rich.markup import escape
+
+    from gpucomm.train.loop import StrategyInterrupted
+
+    rows = writer.rows
+    partial = rows[-1] if rows and rows[-1].status == "interrupted" else None
+    kept = len(rows) - (partial is not None)
+    line = f"interrupted ({interrupted.name}): {kept} finished row{'s' * (kept != 1)} kept"
+    if partial is not None:
+        line += f"; {partial.strategy}'s {partial.steps} finished step{'s' * (partial.steps != 1)} kept as a partial row"
+    elif isinstance(exc, StrategyInterrupted):
+        line += f"; {exc.strategy} was stopped before its first step finished"
+    console.print(f"[yellow]{escape(line)}[/]")
     writer.close()
-    if kept:
-        _table(console, writer.rows, config)
-        console.print(f"records: {config.out / 'records.jsonl'}")
+    if rows:
+        _table(console, rows, config)
+        console.print(f"records: {config.out / 'records.jsonl'}", highlight=False)
         if report:
             _report(console, config.out)
-    return _EXIT_SIGNAL.get(signum, 130)
+    else:
+        console.print("nothing written", highlight=False)
+    return interrupted.exit_status
 
 
 def _env(config):

@@ -44,7 +44,7 @@ import torch
 
 from gpucomm.records import TrainRecord
 from gpucomm.train.config import TOLERANCES, ConfigError, TrainConfig
-from gpucomm.train.loop import RunResult, median_phases, run_strategy
+from gpucomm.train.loop import RunResult, StrategyInterrupted, median_phases, run_strategy
 from gpucomm.train.models import Workload, load_workload
 from gpucomm.train.plan import PlannedStrategy, resolve
 
@@ -160,6 +160,10 @@ def _run(plan: PlannedStrategy, workload: Workload, config: TrainConfig,
 
 def _stats(run: RunResult, config: TrainConfig) -> dict:
     timed = run.step_ms[config.warmup_steps:]
+    if not timed:  # an interrupted run that finished no timed step
+        return {"samples_per_s": None, "step_ms_median": None, "step_ms_p90": None, "comm_ms_median": None,
+                "host_ms_median": None, "host_ms_per_device": None, "gpu_ms_median": None,
+                "host_breakdown_ms": median_phases(run.host_phases_ms)}
     sps = statistics.median(config.global_batch * 1e3 / t for t in timed)
     comm = run.comm_ms[config.warmup_steps:] if run.comm_ms else None
     host = statistics.median(run.host_ms) if run.host_ms else None
@@ -191,21 +195,29 @@ def _notes(run: RunResult, config: TrainConfig, plan: PlannedStrategy, problems:
 
 
 def _record(run: RunResult, config: TrainConfig, workload: Workload, plan: PlannedStrategy,
-            single: TrainRecord | None, equality: Equality | None) -> TrainRecord:
+            single: TrainRecord | None, equality: Equality | None, *,
+            interrupted: StrategyInterrupted | None = None) -> TrainRecord:
     stats = _stats(run, config)
     n = len(run.devices)
     # JSON has no NaN/inf: a diverged loss ends the recorded history and fails the row.
     bad = next((i for i, v in enumerate(run.losses) if not math.isfinite(v)), None)
     problems = [*run.problems, *([f"loss is not finite from step {bad} on"] if bad is not None else [])]
-    eff = 1.0 if run.strategy == "single" else None
-    if single is not None and single.samples_per_s:
+    eff = 1.0 if run.strategy == "single" and interrupted is None else None
+    if single is not None and single.samples_per_s and stats["samples_per_s"] is not None:
         eff = stats["samples_per_s"] / (n * single.samples_per_s)
+    status = "failed" if problems else "ok"
+    if interrupted is not None:
+        timed = max(0, interrupted.done - config.warmup_steps)
+        problems = [f"interrupted after {interrupted.done} of {interrupted.total} steps: a partial row "
+                    f"({timed} timed step{'s' * (timed != 1)}; no final parameters, not compared)", *problems]
+        status = "interrupted"
     return TrainRecord(
         strategy=run.strategy, model=workload.name, n_devices=n, world_size=run.world_size,
         device_type=config.device_type, precision=run.precision, global_batch=config.global_batch,
-        seq_len=workload.seq_len, steps=config.steps, warmup_steps=config.warmup_steps,
-        status="failed" if problems else "ok", params=run.params,
-        tokens_per_s=stats["samples_per_s"] * workload.seq_len if workload.seq_len else None,
+        seq_len=workload.seq_len, steps=len(run.losses) if interrupted is not None else config.steps,
+        warmup_steps=config.warmup_steps, status=status, params=run.params,
+        tokens_per_s=stats["samples_per_s"] * workload.seq_len
+        if workload.seq_len and stats["samples_per_s"] is not None else None,
         step_ms=run.step_ms, peak_mem_bytes=run.peak_mem_bytes, scaling_efficiency=eff,
         losses=run.losses if bad is None else run.losses[:bad],
         equal_to_single=None if equality is None else equality.equal,
@@ -248,7 +260,9 @@ def run_comparison(config: TrainConfig, *, on_record: Callable[[TrainRecord], No
     Returns:
         a :class:`Comparison`; strategies that cannot run here have status "not-applicable", those that
         raised (or ran out of memory) have status "failed" with the reason in ``note`` (the others
-        still run).  A ``KeyboardInterrupt`` propagates; the rows already passed to ``on_record`` stay.
+        still run).  A ``KeyboardInterrupt`` propagates; the rows already passed to ``on_record`` stay,
+        and a strategy running in this process when it came adds a row of its finished steps (status
+        "interrupted") first.
 
     Raises:
         ConfigError: an unknown strategy, or a global batch that does not divide by a strategy's devices.
@@ -263,7 +277,15 @@ def run_comparison(config: TrainConfig, *, on_record: Callable[[TrainRecord], No
         if on_start is not None:
             on_start(plan.name)
         steps = (lambda done, total, name=plan.name: on_step(name, done, total)) if on_step else None
-        record = _one(plan, config, workload, cmp, single, steps)
+        try:
+            record = _one(plan, config, workload, cmp, single, steps)
+        except StrategyInterrupted as exc:  # keep the finished steps as a partial row, then stop
+            if exc.partial is not None:
+                record = _record(exc.partial, config, workload, plan, single, None, interrupted=exc)
+                cmp.records.append(record)
+                if on_record is not None:
+                    on_record(record)
+            raise
         if plan.name == "single" and record.status == "ok":
             single = record
         cmp.records.append(record)

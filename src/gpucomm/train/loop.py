@@ -53,7 +53,7 @@ from gpucomm.train.config import TrainConfig
 from gpucomm.train.models import Workload
 from gpucomm.train.strategies.base import Strategy, pin
 
-__all__ = ["RunResult", "StepClock", "median_phases", "run_strategy"]
+__all__ = ["RunResult", "StepClock", "StrategyInterrupted", "median_phases", "run_strategy"]
 
 
 @dataclass(kw_only=True, slots=True)
@@ -161,6 +161,72 @@ def _loss_values(losses: list[Any]) -> list[float]:
     return out
 
 
+class StrategyInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) while a strategy ran in this process, with the steps it had finished.
+
+    ``partial`` is a :class:`RunResult` of the first ``done`` steps (losses, step times, host time,
+    peak memory; no final parameters), or None when no step had finished or the devices could not be
+    read back.  It is still a ``KeyboardInterrupt``: code that does not know it stops as before.
+    """
+
+    def __init__(self, strategy: str, done: int, total: int, partial: RunResult | None) -> None:
+        super().__init__(f"{strategy} interrupted after {done} of {total} steps")
+        self.strategy, self.done, self.total, self.partial = strategy, done, total, partial
+
+
+@dataclass(slots=True)
+class _Trace:
+    """What the loop has measured so far (every list holds one entry per step enqueued)."""
+
+    host_s: list[float] = field(default_factory=list)
+    phases: list[dict[str, float]] = field(default_factory=list)
+    losses: list[Any] = field(default_factory=list)
+    comm: list[float] = field(default_factory=list)
+    window_t0: float | None = None
+    done: int = 0
+    """Steps whose ``step()`` returned and whose end event is recorded."""
+
+
+def _collect(strategy: Strategy, config: TrainConfig, clock: StepClock, trace: _Trace, *, world_size: int,
+             devices: list[torch.device] | None, complete: bool) -> RunResult:
+    """The result of the first ``trace.done`` steps; waits for the devices (after the window only)."""
+    done, warmup = trace.done, config.warmup_steps
+    strategy.synchronize()
+    window_ms = (time.perf_counter() - trace.window_t0) * 1e3 if complete and trace.window_t0 is not None else None
+    late_comm = strategy.take_comm_ms() if complete else None  # CUDA events, readable without waiting only now
+    comm = late_comm if late_comm is not None else trace.comm[:done]
+    step_ms = [t * 1e3 for t in trace.host_s[:done]]  # CPU: the host clock is the step time
+    gpu_ms = None
+    if clock.enabled:
+        step_ms = clock.span_ms(0, min(warmup, done)) + clock.step_ms(warmup, max(warmup, done))
+        gpu_ms = clock.gpu_ms(warmup, max(warmup, done))
+    probe = range(1, min(warmup, done)) if (clock.enabled and warmup >= 2) else range(warmup, done)
+    state = strategy.state() if complete else {}
+    return RunResult(
+        strategy=strategy.name, devices=[str(d) for d in (devices or strategy.devices)],
+        world_size=world_size, precision=strategy.precision, losses=_loss_values(trace.losses[:done]),
+        step_ms=step_ms, gpu_ms=gpu_ms, host_ms=[trace.host_s[i] * 1e3 for i in probe],
+        host_source="warmup steps, devices idle before each" if probe.start == 1 and clock.enabled
+        else "timed steps",
+        host_phases_ms=[{k: v * 1e3 for k, v in trace.phases[i].items()} for i in probe],
+        devices_driven=len(strategy.devices), window_ms=window_ms, graphs=bool(strategy.graphs),
+        comm_ms=comm or None, peak_mem_bytes=strategy.peak_memory(),
+        params=sum(t.numel() for t in state.values()) if complete else None, state=state,
+        problems=strategy.invariants() if complete else [],
+    )
+
+
+def _partial(strategy: Strategy, config: TrainConfig, clock: StepClock | None, trace: _Trace, *,
+             world_size: int, devices: list[torch.device] | None) -> RunResult | None:
+    """The finished steps of an interrupted run, or None (no step finished, or the devices failed)."""
+    if clock is None or trace.done == 0:
+        return None
+    try:
+        return _collect(strategy, config, clock, trace, world_size=world_size, devices=devices, complete=False)
+    except Exception:  # a half-enqueued step may have left the devices unreadable: keep nothing
+        return None
+
+
 def run_strategy(strategy: Strategy, workload: Workload, config: TrainConfig, *, world_size: int = 1,
                  devices: list[torch.device] | None = None,
                  on_step: Callable[[int, int], None] | None = None) -> RunResult:
@@ -168,60 +234,42 @@ def run_strategy(strategy: Strategy, workload: Workload, config: TrainConfig, *,
 
     ``on_step(done, total)`` is called after each step is enqueued (a progress display; it must be
     cheap: it runs inside the timed window).
+
+    Raises:
+        StrategyInterrupted: a ``KeyboardInterrupt`` arrived; it carries the finished steps.
     """
+    trace, clock = _Trace(), None
     try:
         strategy.prepare(workload)
         cuda = any(d.type == "cuda" for d in strategy.devices)
         batches = _stage_batches(workload, config, cuda)
         steps, warmup = config.steps, config.warmup_steps
         clock = StepClock(strategy.devices, steps)
-        host_s: list[float] = []
-        phases: list[dict[str, float]] = []
-        losses: list[Any] = []
-        comm: list[float] = []
-        window_t0 = None
         strategy.take_host_phases()
         for s in range(steps):
             if s <= warmup:
                 strategy.synchronize()  # before warmup steps and the window; never inside the window
                 if s == warmup:
-                    window_t0 = time.perf_counter()
+                    trace.window_t0 = time.perf_counter()
             clock.start(s)
             t0 = time.perf_counter()
             result = strategy.step(s, batches[s])
-            host_s.append(time.perf_counter() - t0)
+            trace.host_s.append(time.perf_counter() - t0)
             clock.end(s)
-            phases.append(strategy.take_host_phases())
+            trace.phases.append(strategy.take_host_phases())
             batches[s] = None  # the step holds what it still needs; the loop keeps no batch alive
-            losses.append(result.loss)
+            trace.losses.append(result.loss)
             if result.comm_ms is not None:
-                comm.append(result.comm_ms)
+                trace.comm.append(result.comm_ms)
+            trace.done = s + 1
             if on_step is not None:
                 on_step(s + 1, steps)
-        strategy.synchronize()
-        window_ms = (time.perf_counter() - window_t0) * 1e3
-        late_comm = strategy.take_comm_ms()  # CUDA events, readable without waiting only now
-        if late_comm is not None:
-            comm = late_comm
-        step_ms = [t * 1e3 for t in host_s]  # CPU: the host clock is the step time
-        gpu_ms = None
-        if clock.enabled:
-            step_ms = clock.span_ms(0, warmup) + clock.step_ms(warmup, steps)
-            gpu_ms = clock.gpu_ms(warmup, steps)
-        probe = range(1, warmup) if (clock.enabled and warmup >= 2) else range(warmup, steps)
-        state = strategy.state()
-        return RunResult(
-            strategy=strategy.name, devices=[str(d) for d in (devices or strategy.devices)],
-            world_size=world_size, precision=strategy.precision, losses=_loss_values(losses), step_ms=step_ms,
-            gpu_ms=gpu_ms, host_ms=[host_s[i] * 1e3 for i in probe],
-            host_source="warmup steps, devices idle before each" if probe.start == 1 and clock.enabled
-            else "timed steps",
-            host_phases_ms=[{k: v * 1e3 for k, v in phases[i].items()} for i in probe],
-            devices_driven=len(strategy.devices), window_ms=window_ms, graphs=bool(strategy.graphs),
-            comm_ms=comm or None, peak_mem_bytes=strategy.peak_memory(),
-            params=sum(t.numel() for t in state.values()), state=state,
-            problems=strategy.invariants(),
-        )
+        return _collect(strategy, config, clock, trace, world_size=world_size, devices=devices, complete=True)
+    except StrategyInterrupted:
+        raise
+    except KeyboardInterrupt:
+        partial = _partial(strategy, config, clock, trace, world_size=world_size, devices=devices)
+        raise StrategyInterrupted(strategy.name, trace.done, config.steps, partial) from None
     finally:
         strategy.teardown()
 
