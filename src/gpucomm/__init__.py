@@ -5,6 +5,7 @@
 * :mod:`gpucomm.dist` — the same collectives across processes on ``torch.distributed``.
 * :class:`Communicator` — one interface over both (:class:`LocalCommunicator`,
   :class:`ProcessGroupCommunicator`).
+* :mod:`gpucomm.parallel` — data parallel for your own training loop (``ReplicatedDataParallel``).
 
 Submodules are imported lazily, so ``import gpucomm`` stays cheap and a CLI subcommand loads only
 what it uses.
@@ -17,7 +18,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["Communicator", "LocalCommunicator", "ProcessGroupCommunicator", "comm", "dist"]
+__all__ = ["Communicator", "LocalCommunicator", "ProcessGroupCommunicator", "comm", "dist", "parallel"]
 
 _LAZY = {
     "Communicator": ("gpucomm.communicator", "Communicator"),
@@ -25,6 +26,7 @@ _LAZY = {
     "ProcessGroupCommunicator": ("gpucomm.communicator", "ProcessGroupCommunicator"),
     "comm": ("gpucomm.comm", None),
     "dist": ("gpucomm.dist", None),
+    "parallel": ("gpucomm.parallel", None),
 }
 
 

@@ -1,9 +1,9 @@
-"""CUDA graphs for a training step (``gpucomm train --graphs``, for ``single`` and ``replicated``).
+"""CUDA graphs for a whole training step (``ReplicatedDataParallel(..., graphs=True)``).
 
 **Why.**  One Python process that drives several GPUs must launch every kernel of every replica.
-Eager, a GPT-124M step (16x1024, bf16) costs about 20 ms of host time against 44 ms of GPU time on an
-H200, so one process keeps about two GPUs busy.  A step captured in a CUDA graph is replayed with one
-launch, and its host cost no longer grows with the kernel count.
+Eager, a GPT-124M step (16x1024, bf16) costs about half its GPU time in host time on an H200, so one
+process keeps about two GPUs busy.  A step captured in a CUDA graph is replayed with one launch, and
+its host cost no longer grows with the kernel count.
 
 **Which mechanism, and why.**  Plain CUDA graphs (``torch.cuda.CUDAGraph`` captured with
 ``torch.cuda.graph``), not ``torch.compile(mode="reduce-overhead")`` and not
@@ -11,39 +11,38 @@ launch, and its host cost no longer grows with the kernel count.
 
 * no compiler: plain capture works on torch 2.4+ with no Triton/Inductor, costs no compile time, and
   replays the *same kernels* as the eager step, so graph losses compare with eager ones directly;
-* the whole step is captured, the optimizer included (fused AdamW with ``capturable=True``: its step
-  counter lives on the device), where ``make_graphed_callables`` graphs forward and backward only and
-  leaves the loss and the optimizer to eager launches;
+* the whole step is captured, the optimizer included (a ``capturable`` optimizer keeps its step
+  counter on the device), where ``make_graphed_callables`` graphs forward and backward only;
 * we own the static buffers (the batch, the loss, the gradient buckets) and the capture points, which
-  ``replicated`` needs: its gradient all-reduce sits between two captured segments (below).
+  several replicas need: their gradient all-reduce sits between two captured segments (below).
 
 **How** (:class:`StepGraphs`):
 
-1. *warm up*: the exact step runs eagerly ``warmup`` times on step 0's batch on a side stream, as
+1. *warm up*: the exact step runs eagerly ``warmup`` times on the first batch on a side stream, as
    torch's documentation prescribes (cuBLAS workspaces, autograd's lazy state and the optimizer's
    state are made outside the capture);
 2. *restore*: parameters, buffers and optimizer state are written back in place (same addresses), so
-   the graphed run trains from the same initial state as the eager one — warm-up leaves no trace in
-   the trajectory, and step 0 is a replay like every other;
+   the graphed run trains from the state it had before the first step — warm-up leaves no trace in
+   the trajectory, and the first step is a replay like every other;
 3. *capture*: each replica's step is captured on its own device, on a capture stream of that device,
    into a memory pool shared by the graphs of that device (they replay one after another, in capture
    order, so they may share memory);
-4. *replay*: step ``s`` copies its shard into the static input buffers and replays; the loss is read
+4. *replay*: each step copies its shard into the static input buffers and replays; the loss is read
    from the static loss tensor on the device (never synchronised by the step).
 
-**Gradient all-reduce: issued between captured segments, not captured.**  ``replicated`` captures, per
-replica, a forward+backward graph (gradients land in the replica's flat gradient buffer) and an optimizer
-graph (average the buffer, fused AdamW step, zero it); between them the host calls ONE *prepared*
-all-reduce over the replicas' flat buffers (one per dtype; checked once in ``prepare``).  Reasons: a
-CUDA graph is captured on one device's stream, while the collective spans every replica's device and,
-in the hybrid form, other processes (over gloo it is not even GPU work); the prepared calls keep the
-host cost per bucket small and work for every Communicator.  The price: in graph mode the all-reduce
-no longer overlaps backward.  ``single`` needs no collective and captures its whole step in one graph.
+**Gradient all-reduce: issued between captured segments, not captured.**  With several replicas each
+has a forward+backward graph (gradients land in its flat gradient buffer, one per dtype) and an
+optimizer graph (average the buffer, clip, step, zero it); between them the host runs ONE *prepared*
+all-reduce per dtype over the replicas' buffers.  Reasons: a CUDA graph is captured on one device's
+stream, while the collective spans every replica's device and, across processes, other processes
+(over gloo it is not even GPU work); the prepared call keeps its host cost small and works for every
+Communicator.  The price: with graphs the all-reduce no longer overlaps backward.  One replica needs
+no collective and captures its whole step in one graph.
 
-**What cannot be captured** raises :class:`GraphCaptureError` naming the reason: a step that
-synchronises with the host (``.item()``, ``.cpu()``, ``print(tensor)``, data-dependent shapes such as
-``nonzero()`` or boolean-mask indexing), CPU devices, or a batch whose shape differs from the one
-captured (dynamic shapes).  The eager run of the same strategy is unaffected.
+**What cannot be captured** raises :class:`GraphCaptureError` naming the constraint and the fix: CPU
+devices, a step that synchronises with the host (``.item()``, ``.cpu()``, ``print(tensor)``,
+data-dependent shapes such as ``nonzero()`` or boolean-mask indexing), a batch whose shapes differ from
+the captured ones (pad, or drop the last batch), a parameter that gets no gradient in the step.
 """
 
 from __future__ import annotations
@@ -55,24 +54,28 @@ from typing import Any
 import torch
 from torch import nn
 
+from gpucomm.parallel.batch import map_tensors
+from gpucomm.parallel.threads import CallerState
+
 __all__ = [
+    "WARMUP_ITERATIONS",
     "GraphCaptureError",
     "ReplicaStep",
     "StaticBatch",
     "StepGraphs",
-    "capturable_optimizer",
     "capture",
     "capture_reason",
-    "graph_autocast",
     "unavailable",
 ]
 
 WARMUP_ITERATIONS = 3
 """Eager iterations before capture (torch's whole-network example uses 3)."""
 
+_FIX = "or build the wrapper with graphs=False (eager)"
+
 
 class GraphCaptureError(RuntimeError):
-    """A step that cannot be captured in (or replayed from) a CUDA graph; the message names the reason."""
+    """A step that cannot be captured in (or replayed from) a CUDA graph; the message names the reason and fix."""
 
 
 def unavailable(devices: Sequence[torch.device]) -> str | None:
@@ -85,58 +88,23 @@ def unavailable(devices: Sequence[torch.device]) -> str | None:
     return None
 
 
-def graph_autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
-    """bf16 autocast for "bf16-autocast" on CUDA, with the cast cache off; a no-op context otherwise.
-
-    The weight-cast cache must be off under capture (torch's CUDA-graph notes): cached casts would be
-    made once, at capture, from the graph's pool.  With it off every replay casts again, as every eager
-    step does after its autocast region is left; the values are the same.
-    """
-    if precision == "bf16-autocast" and device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False)
-    return contextlib.nullcontext()
-
-
-def capturable_optimizer(params: Any, device: torch.device, optimizer: str, lr: float) -> torch.optim.Optimizer:
-    """The optimizer of a graphed step: AdamW fused and ``capturable`` on CUDA (its step count stays on the
-    device, so the bias correction needs no host value), or plain SGD (stateless, capturable as is).
-
-    On CPU (only where tests replace :func:`capture`) AdamW is torch's default implementation.
-    """
-    if optimizer == "sgd":
-        return torch.optim.SGD(params, lr=lr)
-    if device.type == "cuda":
-        return torch.optim.AdamW(params, lr=lr, fused=True, capturable=True)
-    return torch.optim.AdamW(params, lr=lr)
-
-
 # ----- static inputs ---------------------------------------------------------------------------------
 def _leaves(x: Any) -> list[torch.Tensor]:
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, tuple | list):
-        return [t for v in x for t in _leaves(v)]
-    return []
-
-
-def _static_copy(x: Any, device: torch.device) -> Any:
-    if isinstance(x, torch.Tensor):
-        return torch.empty_like(x, device=device).copy_(x)
-    if isinstance(x, tuple | list):
-        return type(x)(_static_copy(v, device) for v in x)
-    return x
+    found: list[torch.Tensor] = []
+    map_tensors(x, found.append)
+    return found
 
 
 class StaticBatch:
     """One replica's ``(inputs, targets)`` in fixed device buffers: what a captured graph reads.
 
     Args:
-        example: a shard with the shapes every step will have (tensors, or tuples/lists of them).
+        example: a shard with the shapes every step will have (tensors, or tuples/lists/dicts of them).
         device: the replica's device.
     """
 
     def __init__(self, example: tuple[Any, Any], device: torch.device) -> None:
-        self.data = _static_copy(tuple(example), device)
+        self.data = map_tensors(tuple(example), lambda t: torch.empty_like(t, device=device).copy_(t))
         self._buffers = _leaves(self.data)
 
     @property
@@ -156,13 +124,15 @@ class StaticBatch:
         new = _leaves(tuple(shard))
         if len(new) != len(self._buffers):
             raise GraphCaptureError(f"dynamic inputs: step {step}'s batch has {len(new)} tensor(s), the graph "
-                                    f"was captured with {len(self._buffers)}; run without --graphs")
+                                    f"was captured with {len(self._buffers)}; pass the same structure every step, "
+                                    f"{_FIX}")
         for i, (dst, src) in enumerate(zip(self._buffers, new, strict=True)):
             if dst.shape != src.shape or dst.dtype != src.dtype:
                 raise GraphCaptureError(
-                    f"dynamic shapes: step {step}'s batch tensor {i} is {list(src.shape)} {src.dtype}, but the "
-                    f"graph was captured with {list(dst.shape)} {dst.dtype}; a CUDA graph replays fixed shapes: "
-                    f"give every step the same shapes (pad), or run without --graphs")
+                    f"dynamic shapes: step {step}'s batch tensor {i} is {list(src.shape)} {src.dtype} on this "
+                    f"replica, but the graph was captured with {list(dst.shape)} {dst.dtype}; a CUDA graph replays "
+                    f"fixed shapes: give every step the same shapes (pad, or drop the uneven last batch), {_FIX}")
+        for dst, src in zip(self._buffers, new, strict=True):
             dst.copy_(src, non_blocking=True)
 
 
@@ -224,49 +194,57 @@ def capture(fn: Callable[[], None], *, device: torch.device, stream: Any, pool: 
         with torch.cuda.device(device), torch.cuda.graph(graph, pool=pool, stream=stream):
             fn()
     except Exception as exc:
-        raise GraphCaptureError(f"--graphs: {what} cannot be captured: {capture_reason(exc)}; "
-                                f"run without --graphs (the eager run is unaffected)") from exc
+        raise GraphCaptureError(f"{what} cannot be captured in a CUDA graph: {capture_reason(exc)}; remove it "
+                                f"from the step, {_FIX}") from exc
     return graph
 
 
 # ----- one replica's step ------------------------------------------------------------------------------
 class ReplicaStep:
-    """One replica's step on static buffers, in the two segments that are warmed up, captured and replayed.
+    """One replica's step on static buffers, in the segments that are warmed up, captured and replayed.
 
     Args:
         model: the replica.
-        optimizer: its optimizer (:func:`capturable_optimizer`).
-        loss_of: ``(model, inputs, targets) -> scalar loss`` (the strategy's forward and loss).
+        optimizer: its optimizer (capturable).
+        loss_of: ``(model, inputs, targets) -> scalar loss`` (the forward and the user's loss).
         device: the replica's device.
-        precision: "bf16-autocast" or "fp32".
-        example: a shard with every step's shapes (step 0's, in practice).
-        grads: the flat gradient buffers the parameters' ``.grad`` are views of (replicated's buckets),
-            or None: gradients are then set to None before backward, which allocates them (in the
-            graph's pool when captured) and overwrites them on every replay.
+        state: the caller's autocast (entered around ``loss_of`` with the weight-cast cache off: cached casts
+            would be made once, at capture, from the graph's pool).
+        example: a shard with every step's shapes.
+        factor: the loss's gradient factor (:mod:`gpucomm.parallel.loss`).
+        params: the parameters that require a gradient (clipped, checked for use).
+        grads: the flat gradient buffers the parameters' ``.grad`` are views of, or None (one replica):
+            gradients are then set to None before backward, which allocates them in the graph's pool.
         average: divide ``grads`` by this before the optimizer step (the all-reduce sums).
+        max_norm: clip the gradients to this global 2-norm before the step (None: no clipping).
     """
 
     def __init__(self, *, model: nn.Module, optimizer: torch.optim.Optimizer,
-                 loss_of: Callable[[nn.Module, Any, Any], torch.Tensor], device: torch.device, precision: str,
-                 example: tuple[Any, Any], grads: list[torch.Tensor] | None = None, average: int = 1) -> None:
+                 loss_of: Callable[[nn.Module, Any, Any], torch.Tensor], device: torch.device, state: CallerState,
+                 example: tuple[Any, Any], factor: float = 1.0, params: Sequence[torch.Tensor] = (),
+                 grads: list[torch.Tensor] | None = None, average: int = 1, max_norm: float | None = None) -> None:
         self.model, self.optimizer, self.loss_of = model, optimizer, loss_of
-        self.device, self.precision = device, precision
+        self.device, self.state, self.factor = device, state, factor
         self.batch = StaticBatch(example, device)
-        self.grads, self.average = grads, average
+        self.params = list(params)
+        self.grads, self.average, self.max_norm = grads, average, max_norm
         self.loss: torch.Tensor | None = None
         """The last step's loss (a detached device scalar; overwritten by the next replay)."""
 
     def forward_backward(self) -> None:
         if self.grads is None:
             self.optimizer.zero_grad(set_to_none=True)
-        with graph_autocast(self.device, self.precision):
+        with contextlib.ExitStack() as stack:
+            self.state.enter(stack, cache=False)
             loss = self.loss_of(self.model, self.batch.inputs, self.batch.targets)
-        loss.backward()
+        (loss * self.factor if self.factor != 1 else loss).backward()
         self.loss = loss.detach()
 
     def optimizer_step(self) -> None:
         if self.grads and self.average != 1:
             torch._foreach_div_(self.grads, self.average)
+        if self.max_norm is not None:
+            torch.nn.utils.clip_grad_norm_(self.params, self.max_norm)
         self.optimizer.step()
         if self.grads:
             torch._foreach_zero_(self.grads)
@@ -283,46 +261,71 @@ class _Snapshot:
         self._saved = [(t, t.detach().clone()) for m in modules for t in m.state_dict().values()
                        if isinstance(t, torch.Tensor)]
         self._optimizers = list(optimizers)
+        self._state = [{p: {k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in s.items()}
+                        for p, s in opt.state.items()} for opt in self._optimizers]
 
     @torch.no_grad()
     def restore(self) -> None:
-        """Copy the saved values back (same storage), and reset optimizer state to its initial value.
+        """Copy the saved values back (same storage); optimizer state made by the warm-up is zeroed in place.
 
-        The optimizers' state is zeroed in place: for AdamW that *is* its initial state (step 0, zero
-        moments), and plain SGD has none; the tensors keep their addresses, which the graphs will read.
+        State that existed before (a loaded checkpoint) gets its saved values back; state the warm-up created
+        is zeroed: for Adam(W) that *is* the initial state (step 0, zero moments), for SGD's momentum buffer
+        the first step then computes the same value.  Tensors keep their addresses, which the graphs read.
         """
         for live, saved in self._saved:
             live.copy_(saved)
-        for opt in self._optimizers:
-            for state in opt.state.values():
+        for opt, before in zip(self._optimizers, self._state, strict=True):
+            for p, state in opt.state.items():
+                old = before.get(p, {})
                 for key, value in state.items():
                     if isinstance(value, torch.Tensor):
-                        value.zero_()
+                        saved = old.get(key)
+                        if isinstance(saved, torch.Tensor):
+                            value.copy_(saved)
+                        else:
+                            value.zero_()
                     elif isinstance(value, int | float):
-                        state[key] = type(value)(0)
+                        state[key] = old.get(key, type(value)(0))
+
+
+@contextlib.contextmanager
+def _hooks_fired(params: Sequence[torch.Tensor]) -> Iterator[list[bool]]:
+    """Record which of ``params`` had a gradient accumulated inside the block."""
+    fired = [False] * len(params)
+
+    def hook(i: int) -> Callable[[torch.Tensor], None]:
+        def mark(_p: torch.Tensor) -> None:
+            fired[i] = True
+        return mark
+
+    handles = [p.register_post_accumulate_grad_hook(hook(i)) for i, p in enumerate(params)]
+    try:
+        yield fired
+    finally:
+        for h in handles:
+            h.remove()
 
 
 class StepGraphs:
-    """The graphed steps of a strategy's replicas, with an optional host-side collective in between.
+    """The graphed steps of the replicas, with an optional host-side collective in between.
 
     Args:
         replicas: one :class:`ReplicaStep` per replica.
         between: called between all replicas' forward+backward and all their optimizer steps (the
             gradient all-reduce), or None: then each replica's whole step is one graph.
-        capture_fn: the capture function (:func:`capture`; tests substitute one that records ``fn``
-            and runs it at each replay, so that the logic runs on CPU).
+        param_names: names of replica 0's ``params`` (for the unused-parameter error).
         warmup: eager iterations before capture (at least 1: the optimizer makes its state in its first
             step, from host values, which a capture cannot contain).
     """
 
     def __init__(self, replicas: Sequence[ReplicaStep], *, between: Callable[[], None] | None = None,
-                 capture_fn: Callable[..., Any] = capture, warmup: int = WARMUP_ITERATIONS) -> None:
+                 param_names: Sequence[str] = (), warmup: int = WARMUP_ITERATIONS) -> None:
         if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
             raise ValueError(f"warmup: expected an integer >= 1 (the optimizer's state is made in its first "
                              f"step), but got {warmup!r}")
         self.replicas = list(replicas)
         self.between = between
-        self._capture = capture_fn
+        self.param_names = list(param_names)
         self.warmup = warmup
         self.graphs: list[list[Any]] = []
 
@@ -356,20 +359,38 @@ class StepGraphs:
         """Warm up on ``example_shards`` (one per replica), undo the warm-up, and capture.
 
         Raises:
-            GraphCaptureError: a segment cannot be captured (the message names the replica and why).
+            GraphCaptureError: a parameter got no gradient, or a segment cannot be captured (the message names
+                the replica and why).  The warm-up is undone first.
         """
         snapshot = _Snapshot([r.model for r in self.replicas], [r.optimizer for r in self.replicas])
         segments = self._segments()
         for r, shard in zip(self.replicas, example_shards, strict=True):
             r.batch.load(shard, 0)
-        with self._side_streams():
-            for _ in range(self.warmup):
-                for phase in segments:
-                    for r, call in self._per_replica(phase):
-                        with _on(r.device if r is not None else None):
-                            call()
-        snapshot.restore()  # bucket gradients need nothing: every optimizer segment ends by zeroing them
+        try:
+            with self._side_streams():
+                for it in range(self.warmup):
+                    with _hooks_fired(self.replicas[0].params) as fired:
+                        self._run(segments)
+                    if it == 0 and not all(fired):
+                        self._unused(fired)
+        finally:
+            snapshot.restore()  # bucket gradients need nothing: every optimizer segment ends by zeroing them
         self.graphs = [self._capture_phase(phase, i) for i, phase in enumerate(segments)]
+
+    def _run(self, segments: list[list[Callable[[], None]]]) -> None:
+        for phase in segments:
+            for r, call in self._per_replica(phase):
+                with _on(r.device if r is not None else None):
+                    call()
+
+    def _unused(self, fired: list[bool]) -> None:
+        names = [self.param_names[i] if i < len(self.param_names) else f"parameter {i}"
+                 for i, f in enumerate(fired) if not f]
+        shown = ", ".join(repr(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        raise GraphCaptureError(f"graphs=True: expected every parameter that requires grad to get a gradient in the "
+                                f"step, but {shown} got none; a CUDA graph replays a fixed update, which would "
+                                f"step it with a zero gradient (one device skips it): freeze it "
+                                f"(requires_grad_(False)) before wrapping, {_FIX}")
 
     def _per_replica(self, phase: list[Callable[[], None]]) -> list[tuple[ReplicaStep | None, Callable[[], None]]]:
         if len(phase) == 1 and phase[0] is self.between:
@@ -385,12 +406,12 @@ class StepGraphs:
         graphs = []
         for i, (r, call) in enumerate(self._per_replica(phase)):
             what = f"replica {i} ({r.device}) {names[index]}"
-            graphs.append(self._capture(call, device=r.device, stream=streams[r.device], pool=pools[r.device],
-                                        what=what))
+            graphs.append(capture(call, device=r.device, stream=streams[r.device], pool=pools[r.device],
+                                  what=what))
         return graphs
 
     def load(self, shards: Sequence[tuple[Any, Any]], step: int) -> None:
-        """Copy step ``step``'s shards into the replicas' static buffers."""
+        """Copy step ``step``'s shards into the replicas' static buffers (every shard checked first)."""
         for r, shard in zip(self.replicas, shards, strict=True):
             with _on(r.device):
                 r.batch.load(shard, step)
