@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from gpucomm.train._buckets import MiB, plan_buckets
+from gpucomm.parallel.buckets import MiB, plan_buckets
 
 
 def _params(*numels, dtype=torch.float32):

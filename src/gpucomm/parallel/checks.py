@@ -48,8 +48,8 @@ def check_module(module: Any, device: torch.device) -> None:
     if not isinstance(module, nn.Module):
         raise fail_type("module", "a torch.nn.Module", module, "pass the model itself")
     if isinstance(module, nn.DataParallel | nn.parallel.DistributedDataParallel):
-        raise fail_type("module", "a plain torch.nn.Module", module,
-                        "pass the module inside it (its .module) instead of the wrapper")
+        raise TypeError(f"module: expected a plain torch.nn.Module, but got a {type(module).__name__} wrapper; pass "
+                        f"the module inside it (its .module)")
     tensors = list(module.named_parameters()) + list(module.named_buffers())
     if not any(p.requires_grad for _, p in module.named_parameters()):
         raise fail_value("module", "a module with parameters that require grad", "none",
@@ -71,9 +71,10 @@ def check_module(module: Any, device: torch.device) -> None:
 def check_optimizer(optimizer: Any, kwargs: dict[str, Any]) -> None:
     """An optimizer class (``torch.optim.AdamW``) or a factory ``params -> Optimizer``, never an instance."""
     if isinstance(optimizer, torch.optim.Optimizer):
-        raise fail_type("optimizer", "an optimizer class or a factory params -> Optimizer (each replica gets its "
-                        "own optimizer)", optimizer, f"pass the class and its arguments, e.g. "
-                        f"ReplicatedDataParallel(module, devices, torch.optim.{type(optimizer).__name__}, lr=...)")
+        name = type(optimizer).__name__
+        raise TypeError(f"optimizer: expected an optimizer class or a factory params -> Optimizer (each replica "
+                        f"gets its own optimizer), but got an instance of {name}; pass the class and its arguments, "
+                        f"e.g. ReplicatedDataParallel(module, devices, torch.optim.{name}, lr=...)")
     if not callable(optimizer):
         raise fail_type("optimizer", "an optimizer class or a factory params -> Optimizer", optimizer,
                         "pass e.g. torch.optim.AdamW and its arguments as keywords")

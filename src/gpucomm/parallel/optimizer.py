@@ -22,6 +22,7 @@ the replicas stay bit-identical.  The user sees one ``torch.optim.Optimizer``:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -156,10 +157,13 @@ class ReplicatedOptimizer(torch.optim.Optimizer):
         if self._frozen is not None:
             self._check_frozen(state_dict.get("param_groups", []), "state_dict['param_groups']")
         for opt in self.optimizers:
+            # torch keeps the given tensors where they already sit on the right device: each replica needs its own
+            # copy (and none aliases the caller's dict, which may be loaded elsewhere too)
+            own = copy.deepcopy(state_dict)
             if self._device_lr is None:
-                opt.load_state_dict(state_dict)
+                opt.load_state_dict(own)
             else:
-                _load_in_place(opt, state_dict)
+                _load_in_place(opt, own)
         first = self.optimizers[0]
         self.state = first.state
         if self._shared:  # load_state_dict replaced the optimizer's group list

@@ -14,10 +14,12 @@ setting — and each worker enters it, so the caller's context simply works.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import queue
+import threading
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,14 +74,41 @@ class CallerState:
         return stack
 
 
-def _run(state: CallerState, fn: Callable[[int], Any], replica: int) -> Any:
-    with contextlib.ExitStack() as stack:
-        state.enter(stack)
-        return fn(replica)
+def _work(inbox: queue.SimpleQueue, done: queue.SimpleQueue, replica: int) -> None:
+    """A replica thread: run ``(fn, state)`` jobs until a None arrives (it holds no reference to the pool)."""
+    while (job := inbox.get()) is not None:
+        fn, state = job
+        try:
+            with contextlib.ExitStack() as stack:
+                state.enter(stack)
+                done.put((replica, True, fn(replica)))
+        except BaseException as exc:  # handed to the caller, which re-raises it
+            done.put((replica, False, exc))
+
+
+def _stop(inboxes: list[queue.SimpleQueue], threads: list[threading.Thread]) -> None:
+    for inbox in inboxes:
+        inbox.put(None)
+    if threading.current_thread() not in threads:
+        for t in threads:
+            t.join(timeout=5.0)
+
+
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Stop every pool's threads before the interpreter tears down (daemon threads killed in C++ code can abort)."""
+    for pool in list(_LIVE):
+        pool.close()
 
 
 class ReplicaThreads:
-    """A persistent pool of one thread per replica; :meth:`map` runs ``fn(r)`` for every replica at once.
+    """One persistent daemon thread per replica; :meth:`map` runs ``fn(r)`` for every replica at once.
+
+    Daemon threads that hold no reference to their owner: when the owner is collected (or :meth:`close`
+    is called) they are told to stop, and they never keep the interpreter from exiting.
 
     Args:
         n: replicas (threads).
@@ -87,27 +116,40 @@ class ReplicaThreads:
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self._pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="gpucomm-replica")
-        self._finalizer = weakref.finalize(self, self._pool.shutdown, wait=False)
+        self._inbox = [queue.SimpleQueue() for _ in range(n)]
+        self._done: queue.SimpleQueue = queue.SimpleQueue()
+        threads = [threading.Thread(target=_work, args=(self._inbox[r], self._done, r), daemon=True,
+                                    name=f"gpucomm-replica-{r}") for r in range(n)]
+        for t in threads:
+            t.start()
+        self._finalizer = weakref.finalize(self, _stop, self._inbox, threads)
+        _LIVE.add(self)
 
     def map(self, fn: Callable[[int], Any]) -> list[Any]:
-        """``[fn(0), ..., fn(n-1)]``, each in its own thread under the caller's :class:`CallerState`.
+        """``[fn(0), ..., fn(n-1)]``, each in its replica's thread under the caller's :class:`CallerState`.
 
-        An exception in a replica is re-raised here (the first, by replica order), noted with the replica.
+        Every replica finishes before this returns; an exception in one is re-raised here (the first by
+        replica order), noted with the replica.
         """
+        if not self._finalizer.alive:
+            raise RuntimeError("ReplicaThreads: closed")
         state = CallerState.capture()
-        futures = [self._pool.submit(_run, state, fn, r) for r in range(self.n)]
-        results, error = [], None
-        for r, f in enumerate(futures):
-            try:
-                results.append(f.result())
-            except BaseException as exc:  # re-raised below, after every replica finished
-                if error is None:
-                    if hasattr(exc, "add_note"):
-                        exc.add_note(f"(raised in replica {r}'s forward)")
-                    error = exc
-        if error is not None:
-            raise error
+        for inbox in self._inbox:
+            inbox.put((fn, state))
+        results: list[Any] = [None] * self.n
+        errors: dict[int, BaseException] = {}
+        for _ in range(self.n):
+            r, ok, value = self._done.get()
+            if ok:
+                results[r] = value
+            else:
+                errors[r] = value
+        if errors:
+            r = min(errors)
+            exc = errors[r]
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"(raised in replica {r}'s forward)")
+            raise exc
         return results
 
     def close(self) -> None:
