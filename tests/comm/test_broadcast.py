@@ -105,3 +105,18 @@ def test_new_host_outputs_of_a_gpu_source_are_pinned_when_large():
     big = torch.zeros(1 << 17, device=C0)  # 512 KiB
     outs = broadcast_outputs(big, [C0, "cpu"])
     assert outs[0] is big and outs[1].device.type == "cpu" and outs[1].is_pinned()
+
+
+def test_bound_broadcast_skips_the_source_and_bound_scatter_its_own_chunks():
+    from gpucomm.comm import _broadcast, _kernels, _scatter_gather
+
+    ts = [torch.arange(6.0) * (p + 1) for p in range(3)]
+    outs = [torch.empty(6) for _ in ts]
+    run = _broadcast.bind_broadcast(ts[0], [ts[0], *outs])  # the source itself is skipped
+    run()
+    ts[0].add_(1)
+    run()
+    assert all(torch.equal(o, ts[0]) for o in outs)
+    assert _broadcast.bind_broadcast(ts[0], [ts[0]]) is _kernels.noop
+    src = torch.arange(6.0)
+    assert _scatter_gather.bind_scatter(src, list(src.split(2))) is _kernels.noop

@@ -87,11 +87,11 @@ def test_capture_keeps_what_run_holds_alive_as_long_as_the_replay(monkeypatch):
     import weakref
 
     from gpucomm.collectives import ReduceOp
-    from gpucomm.comm import _kernels
+    from gpucomm.comm import _reductions
 
     graphs = _fake_cuda(monkeypatch)
     ts = [torch.full((8,), float(i + 1)) for i in range(3)]
-    run = _kernels.bind_all_reduce(ts, ts, ReduceOp.SUM)
+    run = _reductions.bind_all_reduce(ts, ts, ReduceOp.SUM)
     scratch = [c.cell_contents for c in run.__closure__
                if isinstance(c.cell_contents, torch.Tensor) and c.cell_contents.shape == (3, 8)]
     assert len(scratch) == 1  # the bound stacked reduction's buffer, referenced by run alone

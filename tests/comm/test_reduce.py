@@ -77,13 +77,13 @@ def test_all_reduce_stacks_up_to_its_own_larger_limit_and_reduce_keeps_its_own()
 
 
 def test_bound_all_reduce_uses_all_reduces_limit_and_bound_reduce_reduces(monkeypatch):
-    from gpucomm.comm import _kernels
+    from gpucomm.comm import _reductions
 
     ts = [torch.full((64,), float(i + 1)) for i in range(4)]  # 1 KiB stacked
     monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", 512)
-    assert _kernels._bind_stacked(ts, ts[0], ReduceOp.SUM) is None
-    assert _kernels._bind_stacked(ts, ts[0], ReduceOp.SUM, rest=ts[1:]) is not None
+    assert _reductions.bind_stacked(ts, ts[0], ReduceOp.SUM) is None
+    assert _reductions.bind_stacked(ts, ts[0], ReduceOp.SUM, rest=ts[1:]) is not None
     monkeypatch.setattr(_reduce, "ALL_REDUCE_STACK_MAX_BYTES", 512)
     monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", 8 << 20)
-    assert _kernels._bind_stacked(ts, ts[0], ReduceOp.SUM, rest=ts[1:]) is None
-    assert _kernels._bind_stacked(ts, ts[0], ReduceOp.SUM) is not None
+    assert _reductions.bind_stacked(ts, ts[0], ReduceOp.SUM, rest=ts[1:]) is None
+    assert _reductions.bind_stacked(ts, ts[0], ReduceOp.SUM) is not None

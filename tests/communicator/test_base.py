@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpucomm.communicator import COLLECTIVES, Communicator, LocalCommunicator, ProcessGroupCommunicator, base
+from gpucomm import collectives
+from gpucomm.communicator import Communicator, LocalCommunicator, ProcessGroupCommunicator, base, methods
 
 
 def test_base_imports_no_implementation():
@@ -18,16 +19,32 @@ def test_base_imports_no_implementation():
     assert not imported & {"gpucomm.communicator.local", "gpucomm.communicator.process_group"}
 
 
-def test_prepare_accepts_exactly_the_collective_methods():
-    for name in COLLECTIVES:
-        assert callable(getattr(Communicator, name)), name
-    abstract = {n for n in Communicator.__abstractmethods__ if n in COLLECTIVES}
-    assert abstract == set(COLLECTIVES)
-    for impl in (LocalCommunicator, ProcessGroupCommunicator):
-        for name in COLLECTIVES:  # every method has a plan that prepare binds, with the same parameters
-            method = inspect.signature(getattr(impl, name)).parameters
-            plan = inspect.signature(getattr(impl, "_plan_" + name)).parameters
-            assert list(method) == list(plan), (impl.__name__, name)
+def test_the_methods_are_the_rows_that_declare_one():
+    rows = {str(name): row for name, row in collectives.COLLECTIVES.items()}
+    assert methods() == [name for name, row in rows.items() if row.method is not None]
+    for name in methods():
+        method = getattr(Communicator, name)
+        m = rows[name].method
+        params = list(inspect.signature(method).parameters)
+        assert params == ["self", *m.params], name
+        assert method.__doc__ == m.doc
+        for impl in (LocalCommunicator, ProcessGroupCommunicator):  # defined once, in the base
+            assert getattr(impl, name) is method
+    assert not {n for n in Communicator.__abstractmethods__ if n in methods()}
+
+
+def test_methods_bind_arguments_as_python_does():
+    comm = LocalCommunicator(["cpu", "cpu"])
+    ts = [torch.ones(2), torch.ones(2)]
+    assert comm.all_reduce(tensors=ts, op="max") == ts
+    with pytest.raises(TypeError, match="unexpected keyword argument 'dst'"):
+        comm.reduce(ts, dst=0)
+    with pytest.raises(TypeError, match="multiple values for argument 'tensors'"):
+        comm.all_reduce(ts, tensors=ts)
+    with pytest.raises(TypeError, match="missing 1 required argument"):
+        comm.all_gather(ts)
+    with pytest.raises(TypeError, match="takes 2 positional arguments but 3"):
+        comm.all_gather(ts, ts, 0)
 
 
 def test_prepare_refuses_unknown_ops_and_non_bool_graph():

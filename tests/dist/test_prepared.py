@@ -319,6 +319,8 @@ def test_a_prepared_call_is_the_raw_partial_with_positional_arguments(world_of_o
 
     import torch.distributed as td
 
+    from gpucomm.prepared import Prepared
+
     t, whole = torch.ones(4), torch.zeros(4)
     cases = [(gd.prepare("all_reduce", t), td.all_reduce, (t, td.ReduceOp.SUM)),
              (gd.prepare("reduce", t, 0, "max"), td.reduce, (t, 0, td.ReduceOp.MAX)),
@@ -326,7 +328,7 @@ def test_a_prepared_call_is_the_raw_partial_with_positional_arguments(world_of_o
              (gd.prepare("all_gather", whole, t), gd.ops._all_gather_tensor, (whole, t)),
              (gd.prepare("all_reduce", t, async_op=True), td.all_reduce, (t, td.ReduceOp.SUM, None, True))]
     for p, fn, args in cases:
-        assert isinstance(p, functools.partial) and p.func is fn, p
+        assert isinstance(p, Prepared) and isinstance(p, functools.partial) and p.func is fn, p
         assert p.args == args and p.keywords == {}, (p.args, p.keywords)
     copy = gd.prepare("send_recv", whole, t)
     assert copy() is None and torch.equal(whole, t)  # a world of one copies, returning None as plain does

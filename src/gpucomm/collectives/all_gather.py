@@ -18,6 +18,8 @@ from gpucomm.collectives.spec import (
     Collective,
     Factor,
     Invocation,
+    Method,
+    method_call,
 )
 
 
@@ -48,9 +50,7 @@ def _gpucomm_dist(gd, a: Args) -> Invocation:
     return Invocation("all_gather_into_tensor", gd.all_gather_into_tensor, (a.outputs[0], a.inputs[0]))
 
 
-def _communicator(comm, a: Args) -> Invocation:
-    return Invocation("all_gather", comm.all_gather, (a.outputs, a.inputs))
-
+METHOD = Method(("outputs", "inputs"), {}, doc="Concatenate every participant's input along dim 0 into every output.")
 
 ROW = Collective(
     name="all_gather", order=40, has_root=False, reduces=False, factor=Factor.N_MINUS_1_OVER_N,
@@ -59,6 +59,7 @@ ROW = Collective(
     summary="every participant holds all inputs concatenated in participant order",
     buffers=_buffers, expected=_expected,
     calls=Calls(gpucomm_comm=_gpucomm_comm, torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist,
-                communicator=_communicator,
+                communicator=method_call("all_gather", METHOD),
                 unavailable={"torch_cuda_comm": "torch.cuda.comm has no all_gather"}),
+    method=METHOD,
 )

@@ -15,6 +15,8 @@ from gpucomm.collectives.spec import (
     Collective,
     Factor,
     Invocation,
+    Method,
+    method_call,
     td_op,
 )
 
@@ -42,9 +44,7 @@ def _gpucomm_dist(gd, a: Args) -> Invocation:
     return Invocation("all_reduce", gd.all_reduce, (a.outputs[0],), {"op": a.op})
 
 
-def _communicator(comm, a: Args) -> Invocation:
-    return Invocation("all_reduce", comm.all_reduce, (a.outputs,), {"op": a.op})
-
+METHOD = Method(("tensors", "op"), {"op": "sum"}, doc="Reduce every tensor and write the result into all of them, in place.")
 
 ROW = Collective(
     name="all_reduce", order=30, has_root=False, reduces=True, factor=Factor.TWO_N_MINUS_1_OVER_N,
@@ -52,6 +52,7 @@ ROW = Collective(
     placements=(IN_PLACE,), summary="every participant holds the elementwise reduction of all inputs",
     buffers=_buffers, expected=_expected,
     calls=Calls(gpucomm_comm=_gpucomm_comm, torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist,
-                communicator=_communicator,
+                communicator=method_call("all_reduce", METHOD),
                 unavailable={"torch_cuda_comm": "torch.cuda.comm has no all_reduce"}),
+    method=METHOD,
 )

@@ -15,6 +15,8 @@ from gpucomm.collectives.spec import (
     Collective,
     Factor,
     Invocation,
+    Method,
+    method_call,
 )
 
 
@@ -36,9 +38,9 @@ def _distributed(lib, a: Args) -> Invocation:
     return Invocation("all_to_all_single", lib.all_to_all_single, (a.outputs[0], a.inputs[0]))
 
 
-def _communicator(comm, a: Args) -> Invocation:
-    return Invocation("all_to_all", comm.all_to_all, (a.outputs, a.inputs))
-
+METHOD = Method(("outputs", "inputs"), {},
+                doc=("Chunk j (of n, along dim 0) of participant i's input lands as chunk i of participant j's "
+                     "output."))
 
 ROW = Collective(
     name="all_to_all", order=80, has_root=False, reduces=False, factor=Factor.N_MINUS_1_OVER_N,
@@ -46,6 +48,7 @@ ROW = Collective(
     placements=(OUT_OF_PLACE,), summary="participant j holds chunk j of every input, in participant order",
     buffers=_buffers, expected=_expected,
     calls=Calls(gpucomm_comm=_gpucomm_comm, torch_distributed=_distributed, gpucomm_dist=_distributed,
-                communicator=_communicator,
+                communicator=method_call("all_to_all", METHOD),
                 unavailable={"torch_cuda_comm": "torch.cuda.comm has no all_to_all"}),
+    method=METHOD,
 )

@@ -7,7 +7,19 @@ buffer is the source); torch.cuda.comm copies out of place into ``out=``.
 
 from __future__ import annotations
 
-from gpucomm.collectives.spec import BUFFER, FULL, IN_PLACE, ROOT, Args, Calls, Collective, Factor, Invocation
+from gpucomm.collectives.spec import (
+    BUFFER,
+    FULL,
+    IN_PLACE,
+    ROOT,
+    Args,
+    Calls,
+    Collective,
+    Factor,
+    Invocation,
+    Method,
+    method_call,
+)
 
 
 def _buffers(p, n, count, root, placement, empty):
@@ -34,9 +46,7 @@ def _distributed(lib, a: Args) -> Invocation:
     return Invocation("broadcast", lib.broadcast, (a.outputs[0],), {"src": a.root})
 
 
-def _communicator(comm, a: Args) -> Invocation:
-    return Invocation("broadcast", comm.broadcast, (a.outputs,), {"root": a.root})
-
+METHOD = Method(("tensors", "root"), {"root": 0}, doc="Copy the root's tensor into every tensor, in place.")
 
 ROW = Collective(
     name="broadcast", order=10, has_root=True, reduces=False, factor=Factor.ONE, input_buffer=ROOT,
@@ -44,5 +54,7 @@ ROW = Collective(
     summary="every participant holds a full copy of the root's tensor",
     buffers=_buffers, expected=_expected,
     calls=Calls(torch_cuda_comm=_torch_cuda_comm, gpucomm_comm=_gpucomm_comm,
-                torch_distributed=_distributed, gpucomm_dist=_distributed, communicator=_communicator),
+                torch_distributed=_distributed, gpucomm_dist=_distributed,
+                communicator=method_call("broadcast", METHOD)),
+    method=METHOD,
 )

@@ -16,6 +16,8 @@ from gpucomm.collectives.spec import (
     Collective,
     Factor,
     Invocation,
+    Method,
+    method_call,
 )
 
 
@@ -44,9 +46,9 @@ def _distributed(lib, a: Args) -> Invocation:
     return Invocation("gather", lib.gather, (a.inputs[0], _slots(a)), {"dst": a.root})
 
 
-def _communicator(comm, a: Args) -> Invocation:
-    return Invocation("gather", comm.gather, (a.outputs, a.inputs), {"root": a.root})
-
+METHOD = Method(("outputs", "inputs", "root"), {"root": 0},
+                doc=("The root's output gets every participant's input concatenated along dim 0; the other "
+                     "participants' outputs are ignored and may be None."))
 
 ROW = Collective(
     name="gather", order=70, has_root=True, reduces=False, factor=Factor.N_MINUS_1_OVER_N,
@@ -54,5 +56,7 @@ ROW = Collective(
     placements=(OUT_OF_PLACE,), summary="the root holds all inputs concatenated in participant order",
     buffers=_buffers, expected=_expected,
     calls=Calls(torch_cuda_comm=_torch_cuda_comm, gpucomm_comm=_gpucomm_comm,
-                torch_distributed=_distributed, gpucomm_dist=_distributed, communicator=_communicator),
+                torch_distributed=_distributed, gpucomm_dist=_distributed,
+                communicator=method_call("gather", METHOD)),
+    method=METHOD,
 )

@@ -16,6 +16,8 @@ from gpucomm.collectives.spec import (
     Collective,
     Factor,
     Invocation,
+    Method,
+    method_call,
     td_op,
 )
 
@@ -48,9 +50,9 @@ def _gpucomm_dist(gd, a: Args) -> Invocation:
     return Invocation("reduce", gd.reduce, (a.outputs[0],), {"dst": a.root, "op": a.op})
 
 
-def _communicator(comm, a: Args) -> Invocation:
-    return Invocation("reduce", comm.reduce, (a.outputs,), {"root": a.root, "op": a.op})
-
+METHOD = Method(("tensors", "root", "op"), {"root": 0, "op": "sum"},
+                doc=("Reduce every tensor into the root's tensor, in place; the other tensors are left as they "
+                     "were."))
 
 ROW = Collective(
     name="reduce", order=20, has_root=True, reduces=True, factor=Factor.ONE, input_buffer=FULL,
@@ -58,7 +60,8 @@ ROW = Collective(
     summary="the root holds the elementwise reduction of all inputs",
     buffers=_buffers, expected=_expected,
     calls=Calls(torch_cuda_comm=_torch_cuda_comm, gpucomm_comm=_gpucomm_comm,
-                torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist, communicator=_communicator,
+                torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist, communicator=method_call("reduce", METHOD),
                 sum_only={"torch_cuda_comm": "torch.cuda.comm.reduce_add only sums"},
                 notes={"torch_cuda_comm": "reduce_add allocates its result (no out=)"}),
+    method=METHOD,
 )

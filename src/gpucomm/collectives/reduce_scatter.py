@@ -18,6 +18,8 @@ from gpucomm.collectives.spec import (
     Collective,
     Factor,
     Invocation,
+    Method,
+    method_call,
     td_op,
 )
 
@@ -52,9 +54,9 @@ def _gpucomm_dist(gd, a: Args) -> Invocation:
                       {"op": a.op})
 
 
-def _communicator(comm, a: Args) -> Invocation:
-    return Invocation("reduce_scatter", comm.reduce_scatter, (a.outputs, a.inputs), {"op": a.op})
-
+METHOD = Method(("outputs", "inputs", "op"), {"op": "sum"},
+                doc=("Reduce the inputs; participant i's output gets chunk i (of n, along dim 0) of the "
+                     "result."))
 
 ROW = Collective(
     name="reduce_scatter", order=50, has_root=False, reduces=True, factor=Factor.N_MINUS_1_OVER_N,
@@ -62,6 +64,7 @@ ROW = Collective(
     placements=(OUT_OF_PLACE, IN_PLACE), summary="participant i holds chunk i of the elementwise reduction",
     buffers=_buffers, expected=_expected,
     calls=Calls(gpucomm_comm=_gpucomm_comm, torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist,
-                communicator=_communicator,
+                communicator=method_call("reduce_scatter", METHOD),
                 unavailable={"torch_cuda_comm": "torch.cuda.comm has no reduce_scatter"}),
+    method=METHOD,
 )

@@ -16,6 +16,8 @@ from gpucomm.collectives.spec import (
     Collective,
     Factor,
     Invocation,
+    Method,
+    method_call,
 )
 
 
@@ -44,9 +46,9 @@ def _distributed(lib, a: Args) -> Invocation:
     return Invocation("scatter", lib.scatter, (a.outputs[0], _chunks(a)), {"src": a.root})
 
 
-def _communicator(comm, a: Args) -> Invocation:
-    return Invocation("scatter", comm.scatter, (a.outputs, a.inputs), {"root": a.root})
-
+METHOD = Method(("outputs", "inputs", "root"), {"root": 0},
+                doc=("Participant i's output gets chunk i (of n, along dim 0) of the root's input; the other "
+                     "participants' inputs are ignored and may be None."))
 
 ROW = Collective(
     name="scatter", order=60, has_root=True, reduces=False, factor=Factor.N_MINUS_1_OVER_N,
@@ -54,5 +56,7 @@ ROW = Collective(
     placements=(OUT_OF_PLACE,), summary="participant i holds chunk i of the root's tensor",
     buffers=_buffers, expected=_expected,
     calls=Calls(torch_cuda_comm=_torch_cuda_comm, gpucomm_comm=_gpucomm_comm,
-                torch_distributed=_distributed, gpucomm_dist=_distributed, communicator=_communicator),
+                torch_distributed=_distributed, gpucomm_dist=_distributed,
+                communicator=method_call("scatter", METHOD)),
+    method=METHOD,
 )

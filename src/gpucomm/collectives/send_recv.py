@@ -6,7 +6,18 @@ copy (torch.distributed refuses self-sends).  Out of place; torch.cuda.comm has 
 
 from __future__ import annotations
 
-from gpucomm.collectives.spec import BUFFER, FULL, OUT_OF_PLACE, Args, Calls, Collective, Factor, Invocation
+from gpucomm.collectives.spec import (
+    BUFFER,
+    FULL,
+    OUT_OF_PLACE,
+    Args,
+    Calls,
+    Collective,
+    Factor,
+    Invocation,
+    Method,
+    method_call,
+)
 
 
 def _buffers(p, n, count, root, placement, empty):
@@ -39,9 +50,9 @@ def _gpucomm_dist(gd, a: Args) -> Invocation:
     return Invocation("send_recv", gd.send_recv, (a.outputs[0], a.inputs[0]))
 
 
-def _communicator(comm, a: Args) -> Invocation:
-    return Invocation("send_recv", comm.send_recv, (a.outputs, a.inputs))
-
+METHOD = Method(("outputs", "inputs"), {},
+                doc=("Each participant i sends its input to (i+1) mod n and receives into its output from "
+                     "(i-1) mod n."))
 
 ROW = Collective(
     name="send_recv", order=90, has_root=False, reduces=False, factor=Factor.ONE, input_buffer=FULL,
@@ -49,8 +60,9 @@ ROW = Collective(
     summary="participant i holds the input of participant i-1 (mod n)",
     buffers=_buffers, expected=_expected,
     calls=Calls(gpucomm_comm=_gpucomm_comm, torch_distributed=_torch_distributed, gpucomm_dist=_gpucomm_dist,
-                communicator=_communicator,
+                communicator=method_call("send_recv", METHOD),
                 unavailable={"torch_cuda_comm": "torch.cuda.comm has no send/recv (one process)"},
                 notes={"torch_distributed": "batch_isend_irecv ring shift; a world of one copies locally "
                                             "(torch refuses self-sends)"}),
+    method=METHOD,
 )

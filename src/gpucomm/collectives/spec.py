@@ -24,7 +24,8 @@ import enum
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 __all__ = [
     "BUFFER",
@@ -41,12 +42,17 @@ __all__ = [
     "Data",
     "Factor",
     "Invocation",
+    "METHOD_PARAMS",
+    "Method",
     "OPS_BY_NAME",
     "ReduceOp",
     "TORCH_OP_NAMES",
+    "method_call",
     "parse_op",
     "td_op",
 ]
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 IN_PLACE = "in-place"
 OUT_OF_PLACE = "out-of-place"
@@ -132,12 +138,12 @@ class Factor(str, enum.Enum):
 
 
 # ----- calls ------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Args:
+class Args(NamedTuple):
     """The buffers and options of one call, as the caller holds them.
 
     ``inputs[k]`` and ``outputs[k]`` belong to the k-th participant held by this process (all n in
-    one process; one per rank in a process group; ``None`` where the op has no such buffer).
+    one process; one per rank in a process group; ``None`` where the op has no such buffer).  A tuple,
+    so that building one costs what a tuple costs: the Communicator builds one per plain call.
     """
 
     inputs: Sequence[Any]
@@ -149,11 +155,12 @@ class Args:
     rank: int = 0
     """This process's rank in a process group (0 in one process)."""
     devices: Sequence[Any] = ()
-    """The held participants' devices (one-process libraries that take a destination)."""
+    """The held participants's devices (one-process libraries that take a destination)."""
+    extra: Mapping[str, Any] = _EMPTY
+    """The Communicator method's other arguments by name (all_to_all_v's ``split_sizes``); empty in bench."""
 
 
-@dataclass(frozen=True, slots=True)
-class Invocation:
+class Invocation(NamedTuple):
     """One resolved call: ``fn(*args, **kwargs)``, named ``name`` in its library (what ``prepare`` takes).
 
     ``returns_output`` is True when the call allocates its result instead of writing the caller's
@@ -163,7 +170,7 @@ class Invocation:
     name: str
     fn: Callable[..., Any]
     args: tuple = ()
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    kwargs: Mapping[str, Any] = _EMPTY
     returns_output: bool = False
 
     def bind(self) -> Callable[[], Any]:
@@ -224,6 +231,76 @@ class Calls:
         return None
 
 
+# ----- the Communicator's method ---------------------------------------------------------------------
+METHOD_PARAMS = ("tensors", "outputs", "inputs", "root", "op")
+"""The parameter names a Communicator method may take, and the :class:`Args` field each fills:
+``tensors`` (in place: inputs and outputs at once), ``outputs``, ``inputs`` (one tensor per held
+participant), ``root`` (a global participant index) and ``op`` (a reduction op).  Any other name is an
+option of that collective alone and travels in ``Args.extra``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """A collective's Communicator method, as data: the row that has one gets it on every Communicator.
+
+    :class:`gpucomm.communicator.Communicator` defines one method per row that has a ``Method``, named as
+    the row, with these parameters (after ``self``) and defaults; both implementations run it from the
+    row's library call (``calls.gpucomm_comm`` in one process, ``calls.gpucomm_dist`` on a process group).
+    """
+
+    params: tuple[str, ...]
+    """Parameter names in order (see :data:`METHOD_PARAMS`)."""
+    defaults: Mapping[str, Any]
+    """Defaults of trailing parameters by name."""
+    doc: str
+    """What the method does, one or two sentences (its docstring)."""
+
+    def __post_init__(self) -> None:
+        seen_default = False
+        for p in self.params:
+            if p in self.defaults:
+                seen_default = True
+            elif seen_default:
+                raise ValueError(f"Method: parameter {p!r} without a default follows one with a default")
+        if set(self.defaults) - set(self.params):
+            raise ValueError(f"Method: defaults for unknown parameters {sorted(set(self.defaults) - set(self.params))}")
+
+    def args(self, values: Sequence[Any], n: int, *, rank: int = 0, root: int | None = None,
+             devices: Sequence[Any] = ()) -> Args:
+        """The :class:`Args` of one method call: ``values`` in parameter order (``root`` replaces the
+        root argument, e.g. by its global rank)."""
+        inputs = outputs = ()
+        r, op, extra = 0, None, _EMPTY
+        for p, v in zip(self.params, values, strict=True):
+            if p == "tensors":
+                inputs = outputs = v
+            elif p == "outputs":
+                outputs = v
+            elif p == "inputs":
+                inputs = v
+            elif p == "root":
+                r = v
+            elif p == "op":
+                op = v
+            else:
+                extra = {**extra, p: v}
+        return Args(inputs, outputs, n, r if root is None else root, op, rank, devices, extra)
+
+    def values(self, a: Args) -> tuple:
+        """The method's arguments for :class:`Args` ``a`` (inverse of :meth:`args`)."""
+        pick = {"tensors": a.outputs, "outputs": a.outputs, "inputs": a.inputs, "root": a.root, "op": a.op}
+        return tuple(pick[p] if p in pick else a.extra[p] for p in self.params)
+
+
+def method_call(name: str, method: Method) -> Call:
+    """The row's ``communicator`` call for a collective whose method takes only :data:`METHOD_PARAMS`."""
+
+    def call(comm: Any, a: Args) -> Invocation:
+        return Invocation(name, getattr(comm, name), method.values(a))
+
+    return call
+
+
 # ----- expected results -------------------------------------------------------------------------------
 class Data:
     """What an expected-result function may ask of the inputs' formula (bench's check implements it).
@@ -279,6 +356,12 @@ class Collective:
     buffers: Buffers
     expected: Expected
     calls: Calls
+    method: Method | None = None
+    """The Communicator method (None: the Communicator has none, and ``calls.communicator`` is None too)."""
+
+    def __post_init__(self) -> None:
+        if (self.method is None) != (self.calls.communicator is None):
+            raise ValueError(f"{self.name}: a row has a Communicator method exactly when it has a communicator call")
 
     # ----- bytes -----------------------------------------------------------------------------------
     def algbw_bytes(self, size: int) -> int:

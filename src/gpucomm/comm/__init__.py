@@ -29,10 +29,10 @@ except where a result lives on the CPU (it is complete on return).
 from gpucomm.comm._all_to_all_v import all_to_all_v as all_to_all_v  # uneven; not yet in __all__'s table
 from gpucomm.comm._broadcast import broadcast, broadcast_coalesced
 from gpucomm.comm._exchange import all_gather, all_to_all, send_recv
-from gpucomm.comm._prepare import Prepared as Prepared  # the type prepare returns (re-exported)
 from gpucomm.comm._prepare import prepare
 from gpucomm.comm._reductions import all_reduce, reduce, reduce_add, reduce_add_coalesced, reduce_scatter
 from gpucomm.comm._scatter_gather import gather, scatter
+from gpucomm.prepared import Prepared as Prepared  # the type prepare returns (re-exported)
 
 __all__ = [  # Prepared (the type prepare returns) is importable but not a function of this table
     "all_gather",

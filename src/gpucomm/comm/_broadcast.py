@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
 
 from gpucomm._validate import check_tensor, describe, fail_value
-from gpucomm.comm import _coalesce, _copy, _nccl
+from gpucomm.comm import _coalesce, _copy, _kernels, _nccl
 from gpucomm.comm._alloc import empty_on
 from gpucomm.comm._checks import (
     check_exactly_one,
@@ -15,8 +16,9 @@ from gpucomm.comm._checks import (
     check_tensors,
     devices_arg,
 )
+from gpucomm.comm._prepare import prepared_form
 
-__all__ = ["broadcast", "broadcast_coalesced", "broadcast_outputs", "check_broadcast_out"]
+__all__ = ["bind_broadcast", "broadcast", "broadcast_coalesced", "broadcast_outputs", "check_broadcast_out"]
 
 
 def broadcast(tensor: torch.Tensor, devices: Any = None, *, out: Any = None) -> list[torch.Tensor]:
@@ -47,7 +49,7 @@ def broadcast(tensor: torch.Tensor, devices: Any = None, *, out: Any = None) -> 
     if devices is not None:
         return _to_devices(tensor, devices_arg(devices))
     outs = check_broadcast_out(tensor, out)
-    _into(tensor, outs)
+    _into(tensor, [o for o in outs if o is not tensor])  # the source as its own output: nothing to copy
     return outs
 
 
@@ -112,9 +114,12 @@ def _into(tensor: torch.Tensor, outs: list[torch.Tensor]) -> None:
 
 
 def _send(tensor: torch.Tensor, targets: list[torch.Tensor]) -> None:
+    """Copy ``tensor`` into ``targets``, none of which overlaps it."""
     group = [tensor, *targets]
     if _nccl.usable(group):
         _nccl.broadcast(group, root=0)
+    elif _kernels.BROADCAST_OUT is not None and _kernels.cuda_alike(targets, tensor):
+        _kernels.BROADCAST_OUT(tensor, targets)  # torch.cuda.comm's own C++ loop: no Python per copy
     else:
         _copy.copy_all([(t, tensor) for t in targets])
 
@@ -147,3 +152,35 @@ def broadcast_coalesced(tensors: Any, devices: Any, buffer_size: int = 10485760)
             raise fail_value(f"tensors[{i}]", f"a tensor on devices[0] = {devs[0]}", describe(t),
                              "move every tensor to the first listed device, or list its device first")
     return _coalesce.broadcast_buckets(ts, devs, size, _to_devices)
+
+
+# ----- prepared ---------------------------------------------------------------------------------------
+def bind_broadcast(src: torch.Tensor, outs: list[torch.Tensor]) -> _kernels.Run:
+    """:func:`_into`'s work on checked outputs with its route decided once (outputs may be ``src``)."""
+    targets = [o for o in outs if o is not src]
+    if not targets:
+        return _kernels.noop
+    if _copy.any_overlap(targets, [src]) or src.layout != torch.strided:
+        return functools.partial(_into, src, targets)
+    if _nccl.usable([src, *targets]):
+        return functools.partial(_nccl.broadcast, [src, *targets], 0)
+    if _kernels.BROADCAST_OUT is not None and _kernels.cuda_alike(targets, src):
+        return functools.partial(_kernels.BROADCAST_OUT, src, targets)
+    if _kernels.one_device(targets, src):
+        return _kernels.bind_copies(targets, [src] * len(targets))
+    return functools.partial(_copy.copy_all, [(t, src) for t in targets])
+
+
+@prepared_form("broadcast")
+def _prepared(inputs, outputs, devices=None):
+    check_tensor(inputs, "inputs")
+    if outputs is None and devices is None:
+        raise TypeError("prepare('broadcast'): expected devices= or outputs=, but got neither; pass "
+                        "devices=[...] to have outputs allocated, or outputs=[...] to supply them")
+    if outputs is not None:
+        if devices is not None:
+            check_exactly_one("broadcast", "devices", devices, "outputs", outputs)
+        outs = check_broadcast_out(inputs, outputs)
+    else:
+        outs = broadcast_outputs(inputs, devices)
+    return bind_broadcast(inputs, outs), outs, outs

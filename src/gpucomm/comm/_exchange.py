@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from typing import Any
@@ -9,11 +10,12 @@ from typing import Any
 import torch
 
 from gpucomm._validate import check_same_dtype, describe, fail_type, fail_value
-from gpucomm.comm import _copy, _nccl, _verdicts
+from gpucomm.comm import _copy, _kernels, _nccl, _verdicts
 from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
 from gpucomm.comm._checks import check_cat_shapes, check_dim, check_outputs, check_tensors, dense_like
+from gpucomm.comm._prepare import prepared_form
 
-__all__ = ["all_gather", "all_to_all", "all_to_all_outputs", "check_all_gather", "check_all_to_all", "check_all_to_all_out",
+__all__ = ["all_gather", "bind_all_gather", "bind_all_to_all", "bind_send_recv", "all_to_all", "all_to_all_outputs", "check_all_gather", "check_all_to_all", "check_all_to_all_out",
            "check_send_recv", "check_send_recv_out", "send_recv", "send_recv_outputs"]
 
 
@@ -302,3 +304,41 @@ def _send_recv_checked(ts: list[torch.Tensor], outs: list[torch.Tensor]) -> None
     """:func:`send_recv`'s copies into checked ``outs`` (which may alias ``ts``)."""
     n = len(ts)
     _copy.copy_all(_copy.protect([(outs[i], ts[i - 1]) for i in range(n)], outs))
+
+
+# ----- prepared ---------------------------------------------------------------------------------------
+def bind_all_gather(ts: list[torch.Tensor], outs: list[torch.Tensor], dim: int = 0) -> _kernels.Run:
+    return functools.partial(_all_gather_checked, ts, dim, list(outs[0].shape), [t.device for t in ts], outs)
+
+
+def bind_all_to_all(dsts: list[torch.Tensor], srcs: list[torch.Tensor]) -> _kernels.Run:
+    one = len({t.device for t in (*dsts, *srcs)}) == 1
+    return functools.partial(_all_to_all_copies, dsts, srcs, one, {t.dtype for t in srcs})
+
+
+def bind_send_recv(ts: list[torch.Tensor], outs: list[torch.Tensor]) -> _kernels.Run:
+    return functools.partial(_send_recv_checked, ts, outs)
+
+
+@prepared_form("all_gather")
+def _prepared_all_gather(inputs, outputs, dim=0):
+    ts, d, shape, devices, outs = check_all_gather(inputs, dim, outputs)
+    if outs is None:
+        outs = [torch.empty(shape, dtype=ts[0].dtype, device=dev) for dev in devices]
+    return bind_all_gather(ts, outs, d), outs, outs
+
+
+@prepared_form("all_to_all")
+def _prepared_all_to_all(inputs, outputs):
+    lists, devices, one = check_all_to_all(inputs)
+    if outputs is None:
+        outputs = all_to_all_outputs(lists, devices)
+    result, dsts, srcs, _ = check_all_to_all_out(lists, devices, one, outputs)
+    return bind_all_to_all(dsts, srcs), result, dsts
+
+
+@prepared_form("send_recv")
+def _prepared_send_recv(inputs, outputs):
+    ts = check_send_recv(inputs)
+    outs = send_recv_outputs(ts) if outputs is None else check_send_recv_out(ts, outputs)
+    return bind_send_recv(ts, outs), outs, outs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from typing import Any
@@ -11,7 +12,7 @@ import torch
 from gpucomm._validate import check_same_dtype, check_tensor, describe, fail_value
 from gpucomm.collectives import ReduceOp, parse_op
 from gpucomm.collectives.spec import OPS_BY_NAME
-from gpucomm.comm import _coalesce, _copy, _nccl, _verdicts
+from gpucomm.comm import _coalesce, _copy, _kernels, _nccl, _reduce, _verdicts
 from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
 from gpucomm.comm._checks import (
     check_dim,
@@ -22,10 +23,11 @@ from gpucomm.comm._checks import (
     dense_like,
     destination_arg,
 )
+from gpucomm.comm._prepare import prepared_form
 from gpucomm.comm._reduce import check_op_dtype, combine, reduce_stacked
 from gpucomm.comm._scatter_gather import default_destination
 
-__all__ = ["all_reduce", "check_all_reduce", "check_reduce", "check_reduce_add", "check_reduce_scatter", "reduce",
+__all__ = ["all_reduce", "bind_all_reduce", "bind_reduce", "bind_reduce_scatter", "bind_stacked", "check_all_reduce", "check_reduce", "check_reduce_add", "check_reduce_scatter", "reduce",
            "reduce_add", "reduce_add_coalesced", "reduce_scatter"]
 
 
@@ -393,3 +395,98 @@ def _reduce_scatter_checked(ts: list[torch.Tensor], d: int, o: ReduceOp, chunk_s
     for s, x in zip(stages, outs, strict=True):
         reduce_stacked(s, o, out=x)
     return outs
+
+
+# ----- prepared ---------------------------------------------------------------------------------------
+def bind_reduce(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp) -> _kernels.Run:
+    """:func:`_reduce_to` into a checked ``out`` with its route decided once."""
+    stacked = bind_stacked(ts, out, op)
+    if stacked is not None:
+        return stacked
+    return functools.partial(_reduce_to, ts, out.device, op, out)
+
+
+def bind_all_reduce(ts: list[torch.Tensor], outs: list[torch.Tensor], op: ReduceOp) -> _kernels.Run:
+    """:func:`_all_reduce_checked` into checked ``outs`` (which may be ``ts``) with its route decided once."""
+    if _nccl.usable(ts + outs, distinct=ts, op=op):
+        return functools.partial(_nccl.all_reduce, ts, outs, op)
+    stacked = bind_stacked(ts, outs[0], op, rest=outs[1:])
+    if stacked is not None:
+        return stacked
+    return functools.partial(_all_reduce_checked, ts, op, outs, [t.device for t in ts])
+
+
+def bind_stacked(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp,
+                 rest: list[torch.Tensor] | None = None) -> _kernels.Run | None:
+    """Stack-then-reduce into a scratch buffer allocated once, when everything shares one device.
+
+    :func:`gpucomm.comm._reduce.combine`'s stacked strategy (two kernels whatever n is), without its
+    per-call allocation; ``rest`` (all-reduce) then receives copies of ``out``.  Outputs may be
+    inputs (the stack reads every input before anything is written).  None when the tensors are
+    spread over devices, too large to stack (all_reduce's limit when ``rest`` is given, reduce's
+    otherwise: :func:`gpucomm.comm._reduce.stack_max_bytes`), not strided, or need autograd: the
+    caller then binds the general kernel.
+    """
+    first = ts[0]
+    group = [*ts, out, *(rest or [])]
+    if (len(ts) < 2 or any(t.layout != torch.strided for t in group) or not _kernels.one_device(group, first)
+            or len(ts) * first.nbytes > _reduce.stack_max_bytes("reduce" if rest is None else "all_reduce")
+            or any(t.requires_grad for t in group) and torch.is_grad_enabled()):
+        return None
+    if rest and _copy.any_overlap(rest, [out]):
+        return None
+    scratch = torch.empty((len(ts), *first.shape), dtype=first.dtype, device=first.device)
+    copies = _kernels.bind_copies(rest, [out] * len(rest)) if rest else None
+    stack = torch.stack
+
+    def run() -> None:
+        stack(ts, out=scratch)  # the stack snapshots the inputs: out may be one of them
+        reduce_stacked(scratch, op, out)
+        if copies is not None:
+            copies()
+
+    return run
+
+
+def bind_reduce_scatter(ts: list[torch.Tensor], outs: list[torch.Tensor], op: ReduceOp,
+                        dim: int = 0) -> _kernels.Run:
+    return functools.partial(_reduce_scatter_checked, ts, dim, op, list(outs[0].shape), [t.device for t in ts], outs)
+
+
+@prepared_form("reduce_add")
+def _prepared_reduce_add(inputs, outputs, destination=None, root=None):
+    ts, dest = check_reduce_add(inputs, destination if root is None else root)
+    if len(ts) == 1:  # reduce_add returns a single input itself
+        if outputs is not None:
+            raise fail_value("outputs", "None for a single input (reduce_add returns the input itself)",
+                             "a tensor", "omit outputs=")
+        return _kernels.noop, ts[0], [ts[0]]
+    if outputs is None:
+        out = torch.empty_like(next(t for t in ts if t.device == dest))
+    else:
+        _, _, _, out = check_reduce(ts, destination if root is None else root, "sum", outputs)
+    return bind_reduce(ts, out, ReduceOp.SUM), out, [out]
+
+
+@prepared_form("reduce")
+def _prepared_reduce(inputs, outputs, destination=None, op="sum", root=None):
+    ts, dest, o, out = check_reduce(inputs, destination if root is None else root, op, outputs)
+    if out is None:
+        out = empty_on(ts[0].shape, ts[0].dtype, dest, pinned=any(t.is_cuda for t in ts))
+    return bind_reduce(ts, out, o), out, [out]
+
+
+@prepared_form("all_reduce")
+def _prepared_all_reduce(inputs, outputs, op="sum"):
+    ts, o, outs, _ = check_all_reduce(inputs, op, outputs)
+    if outs is None:
+        outs = [torch.empty_like(t) for t in ts]
+    return bind_all_reduce(ts, outs, o), outs, outs
+
+
+@prepared_form("reduce_scatter")
+def _prepared_reduce_scatter(inputs, outputs, dim=0, op="sum"):
+    ts, d, o, chunk_shape, _, outs = check_reduce_scatter(inputs, dim, op, outputs)
+    if outs is None:
+        outs = [torch.empty(chunk_shape, dtype=t.dtype, device=t.device) for t in ts]
+    return bind_reduce_scatter(ts, outs, o, d), outs, outs

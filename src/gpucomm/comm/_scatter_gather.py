@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import torch
 
 from gpucomm._validate import check_tensor, describe, fail_type, fail_value
-from gpucomm.comm import _copy, _host
+from gpucomm.comm import _copy, _host, _kernels
 from gpucomm.comm._alloc import empty_like_on, empty_on, suggest_memory_format
 from gpucomm.comm._checks import (
     check_cat_shapes,
@@ -20,8 +21,9 @@ from gpucomm.comm._checks import (
     destination_arg,
     devices_arg,
 )
+from gpucomm.comm._prepare import prepared_form
 
-__all__ = ["CAT_MAX_BYTES", "cat_fits", "check_gather", "check_scatter_out", "default_destination", "gather", "gather_output", "scatter",
+__all__ = ["CAT_MAX_BYTES", "bind_gather", "bind_scatter", "cat_fits", "check_gather", "check_scatter_out", "default_destination", "gather", "gather_output", "scatter",
            "scatter_into", "scatter_outputs"]
 
 _MINUS_ONE_WARNING = ('Using -1 to represent CPU tensor is deprecated. Please use a device object or string '
@@ -92,8 +94,8 @@ def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, 
     return tuple(results)
 
 
-_TORCH_SCATTER = getattr(torch._C, "_scatter", None)  # torch.cuda.comm.scatter's C++ (CUDA builds only)
-_TORCH_SCATTER_OUT = getattr(torch._C, "_scatter_out", None)  # its out= twin
+_TORCH_SCATTER = _kernels.SCATTER  # torch.cuda.comm.scatter's C++ (CUDA builds only)
+_TORCH_SCATTER_OUT = _kernels.SCATTER_OUT  # its out= twin
 _CPU = torch.device("cpu")
 _STRIDED = torch.strided
 
@@ -359,3 +361,48 @@ def _gather_strided_to_host(ts: list[torch.Tensor], result: torch.Tensor, d: int
     stages = [empty_on(t.shape, result.dtype, torch.device("cpu"), pinned=True) for t in ts]
     _copy.copy_all(list(zip(stages, ts, strict=True)))
     torch.cat(stages, d, out=result)
+
+
+# ----- prepared ---------------------------------------------------------------------------------------
+def bind_scatter(src: torch.Tensor, outs: list[torch.Tensor], dim: int = 0,
+                 streams: list | None = None) -> _kernels.Run:
+    """:func:`scatter_into` on checked outputs with its route decided once."""
+    overlap = _copy.any_overlap(outs, [src])
+    chunks = list(src.split([o.shape[dim] for o in outs], dim))
+    if overlap and all(_copy.same_view(o, c) for o, c in zip(outs, chunks, strict=True)):
+        return _kernels.noop  # every output is its own chunk of the source: nothing to move
+    if not overlap and streams is None:
+        if _TORCH_SCATTER_OUT is not None and src.is_cuda and all(o.is_cuda for o in outs):
+            return functools.partial(_TORCH_SCATTER_OUT, src, outs, dim, None)  # torch.cuda.comm's own C++ loop
+        if _kernels.one_device(outs, src):
+            return _kernels.bind_copies(outs, chunks)
+    return functools.partial(scatter_into, src, outs, dim, streams, overlap=overlap)
+
+
+def bind_gather(ts: list[torch.Tensor], out: torch.Tensor, dim: int = 0) -> _kernels.Run:
+    """:func:`_gather_into` on a checked output with its route decided once."""
+    fresh = not _copy.any_overlap([out], ts)
+    if fresh and _kernels.one_device(ts, out) and all(t.dtype == out.dtype for t in ts) and cat_fits(out):
+        return functools.partial(torch.cat, ts, dim, out=out)  # one kernel instead of n copies
+    return functools.partial(_gather_into, ts, out, dim, fresh=fresh)
+
+
+@prepared_form("scatter")
+def _prepared_scatter(inputs, outputs, devices=None, chunk_sizes=None, dim=0, streams=None):
+    check_tensor(inputs, "inputs")
+    if outputs is None:
+        if devices is None:
+            raise TypeError("prepare('scatter'): expected devices= or outputs=, but got neither")
+        outputs = scatter_outputs(inputs, devices, chunk_sizes, dim)
+        devices = chunk_sizes = None
+    outs, d, strs = check_scatter_out(inputs, outputs, devices, chunk_sizes, dim, streams)
+    return bind_scatter(inputs, outs, d, strs), tuple(outs), outs
+
+
+@prepared_form("gather")
+def _prepared_gather(inputs, outputs, dim=0, destination=None, root=None):
+    destination = destination if root is None else root  # the Communicator's name for it
+    ts, d, shape, out = check_gather(inputs, dim, destination, outputs)
+    if out is None:
+        out = gather_output(ts, shape, destination)
+    return bind_gather(ts, out, d), out, [out]

@@ -26,6 +26,17 @@ For rooted ops, non-root participants' ``inputs`` (scatter) or ``outputs`` (gath
 ignored and may be ``None``.  A world of one participant is an ordinary world: every op is then a
 copy or a no-op, with no special path in callers.
 
+**The methods come from the collective rows.**  Every row of :mod:`gpucomm.collectives` that declares a
+:class:`~gpucomm.collectives.spec.Method` becomes one method of this class, with that name, parameters,
+defaults and docstring; an implementation runs it from the row's own library call (``calls.gpucomm_comm``
+for :class:`LocalCommunicator`, ``calls.gpucomm_dist`` for :class:`ProcessGroupCommunicator`).  Adding a
+collective's row adds its method to every Communicator.
+
+**What a method returns** is what :mod:`gpucomm.comm`'s function of the same name returns, for the
+participants this process holds: the output tensors as a list (a tuple for scatter, as
+``torch.cuda.comm.scatter``), and for the one-destination collectives (reduce, gather) the root's output
+tensor, or None in a process that does not hold the root.  Both implementations return the same.
+
 Operations are enqueued on each device's current stream and return without synchronising the host
 (on CPU they complete before returning); :meth:`synchronize` waits for them.
 """
@@ -33,27 +44,38 @@ Operations are enqueued on each device's current stream and return without synch
 from __future__ import annotations
 
 import abc
+import inspect
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
+from gpucomm import collectives as _collectives
 from gpucomm._validate import fail_type, fail_value
-from gpucomm.collectives import ReduceOp
+from gpucomm.collectives import Collective
+from gpucomm.collectives.spec import ROOT, Args
+from gpucomm.prepared import Prepared
 
-__all__ = ["COLLECTIVES", "Communicator", "OptionalTensors", "Prepared", "Tensors"]
+__all__ = ["Communicator", "OptionalTensors", "Prepared", "Tensors", "methods"]
 
 Tensors = Sequence[torch.Tensor]
 OptionalTensors = Sequence[torch.Tensor | None]
-Prepared = Callable[[], None]
-"""A prepared collective: call it to rerun the collective on the tensors it was prepared with."""
 
-COLLECTIVES = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "scatter", "gather",
-               "all_to_all", "send_recv")
-"""The collective methods :meth:`Communicator.prepare` accepts, by name."""
+_ROWS: dict[str, Collective] = {str(name): row for name, row in _collectives.COLLECTIVES.items() if row.method}
+
+
+def methods() -> list[str]:
+    """The collective methods every Communicator has (the rows with a Communicator method), in table order."""
+    return list(_ROWS)
 
 
 class Communicator(abc.ABC):
-    """The collective interface shared by one-process and many-process implementations."""
+    """The collective interface shared by one-process and many-process implementations.
+
+    The collective methods (``broadcast``, ``all_reduce``, ... — :func:`methods`) are defined from the
+    collective rows (see the module docstring); an implementation provides :meth:`_run` and
+    :meth:`_bind`, which receive the row and the :class:`~gpucomm.collectives.spec.Args` of one call.
+    """
 
     # ----- who participates -------------------------------------------------------------------------
     @property
@@ -82,43 +104,6 @@ class Communicator(abc.ABC):
         k = len(self.devices)
         return list(range(self.rank * k, self.rank * k + k))
 
-    # ----- collectives ------------------------------------------------------------------------------
-    @abc.abstractmethod
-    def broadcast(self, tensors: Tensors, root: int = 0) -> None:
-        """Copy the root's tensor into every tensor, in place."""
-
-    @abc.abstractmethod
-    def reduce(self, tensors: Tensors, root: int = 0, op: str | ReduceOp = "sum") -> None:
-        """Reduce every tensor into the root's tensor, in place; other tensors are left as they were."""
-
-    @abc.abstractmethod
-    def all_reduce(self, tensors: Tensors, op: str | ReduceOp = "sum") -> None:
-        """Reduce every tensor and write the result into all of them, in place."""
-
-    @abc.abstractmethod
-    def all_gather(self, outputs: Tensors, inputs: Tensors) -> None:
-        """Concatenate every participant's input along dim 0 into every output."""
-
-    @abc.abstractmethod
-    def reduce_scatter(self, outputs: Tensors, inputs: Tensors, op: str | ReduceOp = "sum") -> None:
-        """Reduce the inputs; participant i's output gets chunk i (of n, along dim 0) of the result."""
-
-    @abc.abstractmethod
-    def scatter(self, outputs: Tensors, inputs: OptionalTensors, root: int = 0) -> None:
-        """Participant i's output gets chunk i (of n, along dim 0) of the root's input."""
-
-    @abc.abstractmethod
-    def gather(self, outputs: OptionalTensors, inputs: Tensors, root: int = 0) -> None:
-        """The root's output gets every participant's input concatenated along dim 0."""
-
-    @abc.abstractmethod
-    def all_to_all(self, outputs: Tensors, inputs: Tensors) -> None:
-        """Chunk j of participant i's input lands as chunk i of participant j's output."""
-
-    @abc.abstractmethod
-    def send_recv(self, outputs: Tensors, inputs: Tensors) -> None:
-        """Each participant i sends its input to (i+1) mod n and receives into its output from (i-1) mod n."""
-
     @abc.abstractmethod
     def barrier(self) -> None:
         """Return once every participant has reached the barrier."""
@@ -127,8 +112,22 @@ class Communicator(abc.ABC):
     def synchronize(self) -> None:
         """Wait until every operation this process enqueued has finished on its devices."""
 
+    # ----- how an implementation runs a row -----------------------------------------------------------
+    @abc.abstractmethod
+    def _args(self, row: Collective, values: tuple) -> Args:
+        """This implementation's checks of one method call (``values``: its arguments in parameter order)
+        and the row's :class:`~gpucomm.collectives.spec.Args` for it."""
+
+    @abc.abstractmethod
+    def _run(self, row: Collective, a: Args) -> None:
+        """Perform the checked call now (the library's own checks run too)."""
+
+    @abc.abstractmethod
+    def _bind(self, row: Collective, a: Args) -> Callable[[], object]:
+        """The library's prepared form of the checked call: a callable that reruns it, unchecked."""
+
     # ----- prepared collectives ---------------------------------------------------------------------
-    def prepare(self, op: str, /, tensors, *args, graph: bool = False, **kwargs) -> Prepared:
+    def prepare(self, op: str, /, *args: Any, graph: bool = False, **kwargs: Any) -> Prepared:
         """Check a collective once; return ``p()`` that reruns it on the same tensors, unchecked.
 
         ``op`` is the method's name and the rest are the method's own arguments
@@ -141,18 +140,73 @@ class Communicator(abc.ABC):
         """
         if not isinstance(op, str):
             raise fail_type("op", "a collective method's name such as 'all_reduce'", op)
-        if op not in COLLECTIVES:
-            raise fail_value("op", f"one of {list(COLLECTIVES)}", repr(op), "name a Communicator collective")
+        row = _ROWS.get(op)
+        if row is None:
+            raise fail_value("op", f"one of {methods()}", repr(op), "name a Communicator collective")
         if not isinstance(graph, bool):
             raise fail_type("graph", "a bool", graph)
-        run = self._prepare(op, tensors, *args, **kwargs)
+        run = self._bind(row, self._args(row, _bind_arguments(row, args, kwargs)))
         if graph:
             from gpucomm.comm._kernels import capture  # deferred: comm is the heavier package
 
-            return capture(run, self.devices)
-        return run
+            return Prepared.of(capture(run, self.devices), op, graphed=True)
+        return Prepared.of(run, op)
 
-    @abc.abstractmethod
-    def _prepare(self, op: str, /, tensors, *args, **kwargs) -> Prepared:
-        """The method ``op``'s checks on these arguments, then a callable that reruns its work."""
 
+def result(row: Collective, a: Args) -> Any:
+    """What a Communicator method returns for call ``a`` (see the module docstring)."""
+    outputs = a.outputs
+    if row.output_buffer == ROOT or (row.has_root and row.reduces):  # one destination: the root's tensor
+        k = a.root - a.rank * len(outputs)
+        return outputs[k] if 0 <= k < len(outputs) else None
+    if row.input_buffer == ROOT and a.inputs is not outputs:  # scatter: a tuple, as torch.cuda.comm.scatter
+        return tuple(outputs)
+    return list(outputs)
+
+
+def _bind_arguments(row: Collective, args: tuple, kwargs: dict) -> tuple:
+    """``args`` and ``kwargs`` of a call of ``row``'s method, in parameter order with defaults filled;
+    Python's own TypeErrors for arguments that do not fit."""
+    m = row.method
+    params = m.params
+    name = str(row.name)
+    if len(args) > len(params):
+        raise TypeError(f"{name}() takes {len(params)} positional arguments but {len(args)} were given")
+    values = dict(zip(params, args))  # noqa: B905 — fewer args than params is the point
+    for k, v in kwargs.items():
+        if k not in params:
+            raise TypeError(f"{name}() got an unexpected keyword argument {k!r}")
+        if k in values:
+            raise TypeError(f"{name}() got multiple values for argument {k!r}")
+        values[k] = v
+    missing = [p for p in params if p not in values and p not in m.defaults]
+    if missing:
+        raise TypeError(f"{name}() missing {len(missing)} required argument(s): {', '.join(map(repr, missing))}")
+    return tuple(values[p] if p in values else m.defaults[p] for p in params)
+
+
+def _method(row: Collective) -> Callable[..., Any]:
+    """The Communicator method of ``row``: bind the arguments, check them, run the row's call."""
+    m = row.method
+    count = len(m.params)
+
+    def method(self: Communicator, *args: Any, **kwargs: Any) -> Any:
+        if kwargs or len(args) != count:
+            args = _bind_arguments(row, args, kwargs)
+        a = self._args(row, args)
+        self._run(row, a)
+        return result(row, a)
+
+    name = str(row.name)
+    method.__name__ = name
+    method.__qualname__ = f"Communicator.{name}"
+    method.__doc__ = m.doc
+    method.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                             default=m.defaults.get(p, inspect.Parameter.empty)) for p in m.params])
+    return method
+
+
+for _name, _row in _ROWS.items():
+    setattr(Communicator, _name, _method(_row))

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
 
+from gpucomm import collectives
 from gpucomm._validate import check_tensor_list, describe, fail_type, fail_value
-from gpucomm.collectives import ReduceOp
+from gpucomm.collectives import Collective, ReduceOp
+from gpucomm.collectives.spec import CHUNK, CHUNK_COUNT, ROOT, Args
 from gpucomm.communicator.base import Communicator
 
-__all__ = ["check_avg_dtype", "check_held", "check_root", "check_shape", "check_splits", "same_device"]
+__all__ = ["check_avg_dtype", "check_held", "check_root", "check_shape", "check_shapes", "check_splits",
+           "same_device"]
 
 
 def same_device(t: torch.Tensor, device: torch.device) -> bool:
@@ -72,3 +76,57 @@ def check_avg_dtype(op: str | ReduceOp, t: torch.Tensor) -> None:
     if parse_op(op) is ReduceOp.AVG and not (t.is_floating_point() or t.is_complex()):
         raise fail_value("op", "a floating-point tensor for op='avg'", f"dtype {t.dtype}",
                          "use op='sum' and divide yourself, or cast to a float dtype")
+
+
+@functools.lru_cache(maxsize=512)
+def _output_shape(name: str, shape: torch.Size, n: int) -> torch.Size:
+    """Row ``name``'s ``output_shape(shape, n)``, remembered (the same buffers come back call after call);
+    a shape that does not split raises, and is not cached."""
+    return torch.Size(collectives.get(name).output_shape(shape, n))
+
+
+def check_shapes(row: Collective, n: int, a: Args, outputs: str = "outputs", inputs: str = "inputs") -> None:
+    """The shapes ``row`` implies between one call's held outputs and inputs, along dim 0.
+
+    all_gather, gather: an output is n inputs; reduce_scatter, scatter: an output is one of n chunks of
+    an input (the root's, for scatter); all_to_all: the input splits into n chunks and the output has its
+    shape; send_recv: the output has the input's shape.  In-place calls (one list) and calls with their
+    own split sizes (all_to_all_v, checked by the library) relate nothing here.
+    """
+    ins, outs = a.inputs, a.outputs
+    if ins is outs or a.extra:
+        return
+    if row.input_buffer == CHUNK or row.output_buffer == CHUNK:
+        k = a.root - a.rank * len(outs)  # the root's slot among the held participants (rooted rows)
+        if row.input_buffer == ROOT:  # every output is one chunk of the root's input
+            if not 0 <= k < len(ins):
+                return
+            want = _shaped(row, ins[k], n, f"{inputs}[{k}]")
+            pairs = list(enumerate(outs))
+        elif row.output_buffer == ROOT:  # the root's output is every input concatenated
+            if not 0 <= k < len(outs):
+                return
+            want = _shaped(row, ins[0], n, f"{inputs}[0]")
+            pairs = [(k, outs[k])]
+        else:
+            want = _shaped(row, ins[0], n, f"{inputs}[0]")
+            pairs = list(enumerate(outs))
+        for i, o in pairs:
+            if o.shape != want:
+                check_shape(f"{outputs}[{i}]", o, tuple(want), f"{row.name} of n={n} participants' inputs of "
+                            f"shape {list(ins[0 if row.input_buffer != ROOT else k].shape)} along dim 0")
+        return
+    for i, (o, t) in enumerate(zip(outs, ins, strict=True)):
+        if row.count_unit == CHUNK_COUNT:
+            check_splits(f"{inputs}[{i}]", t, n)
+        if o.shape != t.shape:
+            check_shape(f"{outputs}[{i}]", o, tuple(t.shape), f"{inputs}[{i}]'s shape")
+
+
+def _shaped(row: Collective, t: torch.Tensor, n: int, arg: str) -> torch.Size:
+    try:
+        return _output_shape(row.name, t.shape, n)
+    except ValueError:
+        if row.output_buffer == CHUNK:
+            check_splits(arg, t, n)
+        raise

@@ -66,6 +66,7 @@ from gpucomm.dist.ops import (
     send_recv,
 )
 from gpucomm.dist.prepared import PREPARABLE, prepare
+from gpucomm.prepared import Prepared
 from gpucomm.dist.process_group import (
     ProcessGroup,
     backend_for,
@@ -82,6 +83,7 @@ __all__ = [
     "CollectiveMismatchError",
     "LaunchError",
     "P2POp",
+    "Prepared",
     "ProcessGroup",
     "RankFailure",
     "all_gather_into_tensor",

@@ -30,7 +30,7 @@ arguments are exactly that function's own.  :func:`prepare`
 * and, when the opt-in cross-rank check is on (``GPUCOMM_DEBUG_CHECK=1``), runs it once — then
   ``prepare`` is itself a collective that every rank of the group must call.
 
-The returned callable takes no arguments, issues the torch.distributed call(s) on the **same
+The returned :class:`~gpucomm.prepared.Prepared` takes no arguments, issues the torch.distributed call(s) on the **same
 tensors** (their current contents: write into them between calls, never rebind them) and returns
 what the plain function returns: ``None``, or a work object with ``async_op=True``.  Nothing is
 checked per call, so a tensor resized or moved after :func:`prepare` is the caller's bug, as a
@@ -57,6 +57,7 @@ import torch.distributed as td
 import gpucomm.dist.debug as debug
 import gpucomm.dist.ops as ops
 from gpucomm._validate import fail_type, fail_value
+from gpucomm.prepared import Prepared
 
 __all__ = ["PREPARABLE", "prepare"]
 
@@ -338,7 +339,7 @@ PREPARABLE: tuple[str, ...] = tuple(_BUILDERS) + tuple(_ALIASES)
 """Every name :func:`prepare` accepts."""
 
 
-def prepare(op: str, /, *args, group=None, **kwargs) -> Callable[[], object]:
+def prepare(op: str, /, *args, group=None, **kwargs) -> Prepared:
     """Check ``gpucomm.dist.<op>(*args, group=group, **kwargs)`` once; return a callable that reissues it.
 
     ``op`` is positional-only, so that a reduction's own ``op=`` can be passed by keyword:
@@ -350,8 +351,8 @@ def prepare(op: str, /, *args, group=None, **kwargs) -> Callable[[], object]:
         group: the process group (None: the default group).
 
     Returns:
-        ``p`` with ``p()`` equivalent to the plain call on the same tensors, returning what it
-        returns (a work object when ``async_op=True``).
+        a :class:`~gpucomm.prepared.Prepared` ``p`` with ``p()`` equivalent to the plain call on the
+        same tensors, returning what it returns (a work object when ``async_op=True``).
 
     Raises:
         TypeError: ``op`` is not a str; an argument does not fit the function or has the wrong type.
@@ -379,4 +380,4 @@ def prepare(op: str, /, *args, group=None, **kwargs) -> Callable[[], object]:
     call, shapes = build(ctx, **values)
     if shapes and debug.debug_check_enabled():
         debug.verify(name, group, shapes)
-    return call
+    return Prepared.of(call, name)  # a partial stays one partial: the call costs what the raw call costs
