@@ -50,11 +50,27 @@ class _Checker:
         self.problems: list[str] = []
 
     def call(self, name: str, *args) -> None:
-        """``comm.name(*args)``, or prepared and then called once."""
+        """``comm.name(*args)``, or prepared and then called once; a plain call's return value is checked."""
         if self.prepared:
             self.comm.prepare(name, *args)()
-        else:
-            getattr(self.comm, name)(*args)
+            return
+        returned = getattr(self.comm, name)(*args)
+        want = self.returns(name, args)
+        same = (type(returned) is type(want) and len(returned) == len(want)
+                and all(a is b for a, b in zip(returned, want, strict=True))
+                if isinstance(want, list | tuple) else returned is want)
+        if not same:
+            self.problems.append(f"{name} returned {type(returned).__name__}, expected {type(want).__name__} "
+                                 f"of the held outputs (what gpucomm.comm.{name} returns)")
+
+    def returns(self, name: str, args: tuple):
+        """What a method returns, written out per collective: its outputs as gpucomm.comm returns them."""
+        if name in ("reduce", "gather"):  # one destination: the root's tensor where it is held, else None
+            root = args[1] if name == "reduce" else args[2]
+            return args[0][self.mine.index(root)] if root in self.mine else None
+        if name == "scatter":
+            return tuple(args[0])  # as torch.cuda.comm.scatter
+        return list(args[0])  # the outputs (the tensors themselves for broadcast and all_reduce)
 
     def inputs(self, shape, dtype, salt=0) -> list[torch.Tensor]:
         return [_value(p, shape, dtype, salt).to(d) for p, d in zip(self.mine, self.comm.devices, strict=True)]
@@ -128,6 +144,7 @@ def _moving(c: _Checker, dtype: torch.dtype, chunk: tuple[int, ...]) -> None:
     outs = c.empty(full, dtype)
     c.call("send_recv", outs, c.inputs(full, dtype, salt=1))
     c.expect(f"send_recv{tag}", outs, lambda p: fulls[(p - 1) % n])
+
 
 
 def check_collectives(comm: Communicator, prepared: bool = False) -> list[str]:

@@ -43,7 +43,7 @@ def _gpucomm_comm(lib, a: Args) -> Invocation:
 
 def _distributed(lib, a: Args) -> Invocation:
     # torch.distributed and gpucomm.dist take the same arguments: one call serves both libraries
-    return Invocation("broadcast", lib.broadcast, (a.outputs[0],), {"src": a.root})
+    return Invocation("broadcast", lib.broadcast, (a.outputs[0],), {"src": a.global_root})
 
 
 METHOD = Method(("tensors", "root"), {"root": 0}, doc="Copy the root's tensor into every tensor, in place.")

@@ -43,7 +43,7 @@ def _slots(a: Args):
 
 def _distributed(lib, a: Args) -> Invocation:
     # torch.distributed and gpucomm.dist take the same arguments: one call serves both libraries
-    return Invocation("gather", lib.gather, (a.inputs[0], _slots(a)), {"dst": a.root})
+    return Invocation("gather", lib.gather, (a.inputs[0], _slots(a)), {"dst": a.global_root})
 
 
 METHOD = Method(("outputs", "inputs", "root"), {"root": 0},

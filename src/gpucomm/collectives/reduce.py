@@ -43,11 +43,11 @@ def _gpucomm_comm(lib, a: Args) -> Invocation:
 
 
 def _torch_distributed(td, a: Args) -> Invocation:
-    return Invocation("reduce", td.reduce, (a.outputs[0],), {"dst": a.root, "op": td_op(td, a.op)})
+    return Invocation("reduce", td.reduce, (a.outputs[0],), {"dst": a.global_root, "op": td_op(td, a.op)})
 
 
 def _gpucomm_dist(gd, a: Args) -> Invocation:
-    return Invocation("reduce", gd.reduce, (a.outputs[0],), {"dst": a.root, "op": a.op})
+    return Invocation("reduce", gd.reduce, (a.outputs[0],), {"dst": a.global_root, "op": a.op})
 
 
 METHOD = Method(("tensors", "root", "op"), {"root": 0, "op": "sum"},

@@ -43,7 +43,7 @@ def _chunks(a: Args):
 
 def _distributed(lib, a: Args) -> Invocation:
     # torch.distributed and gpucomm.dist take the same arguments: one call serves both libraries
-    return Invocation("scatter", lib.scatter, (a.outputs[0], _chunks(a)), {"src": a.root})
+    return Invocation("scatter", lib.scatter, (a.outputs[0], _chunks(a)), {"src": a.global_root})
 
 
 METHOD = Method(("outputs", "inputs", "root"), {"root": 0},

@@ -150,14 +150,22 @@ class Args(NamedTuple):
     outputs: Sequence[Any]
     n: int
     root: int = 0
-    """Root participant (global index; the global rank in a process group)."""
+    """Root participant (its participant index: its group rank in a process group)."""
     op: ReduceOp | None = None
     rank: int = 0
-    """This process's rank in a process group (0 in one process)."""
+    """This process's participant index in a process group: its group rank (0 in one process)."""
     devices: Sequence[Any] = ()
-    """The held participants's devices (one-process libraries that take a destination)."""
+    """The held participants' devices (one-process libraries that take a destination)."""
     extra: Mapping[str, Any] = _EMPTY
     """The Communicator method's other arguments by name (all_to_all_v's ``split_sizes``); empty in bench."""
+    ranks: Sequence[int] | None = None
+    """The global rank of each participant of a process group that is not the default one (None: the
+    participant index is the global rank)."""
+
+    @property
+    def global_root(self) -> int:
+        """The root's global rank: what torch.distributed's ``src=``/``dst=`` take."""
+        return self.root if self.ranks is None else self.ranks[self.root]
 
 
 class Invocation(NamedTuple):
@@ -265,10 +273,9 @@ class Method:
         if set(self.defaults) - set(self.params):
             raise ValueError(f"Method: defaults for unknown parameters {sorted(set(self.defaults) - set(self.params))}")
 
-    def args(self, values: Sequence[Any], n: int, *, rank: int = 0, root: int | None = None,
-             devices: Sequence[Any] = ()) -> Args:
-        """The :class:`Args` of one method call: ``values`` in parameter order (``root`` replaces the
-        root argument, e.g. by its global rank)."""
+    def args(self, values: Sequence[Any], n: int, *, rank: int = 0, devices: Sequence[Any] = (),
+             ranks: Sequence[int] | None = None) -> Args:
+        """The :class:`Args` of one method call: ``values`` in parameter order."""
         inputs = outputs = ()
         r, op, extra = 0, None, _EMPTY
         for p, v in zip(self.params, values, strict=True):
@@ -284,7 +291,7 @@ class Method:
                 op = v
             else:
                 extra = {**extra, p: v}
-        return Args(inputs, outputs, n, r if root is None else root, op, rank, devices, extra)
+        return Args(inputs, outputs, n, r, op, rank, devices, extra, ranks)
 
     def values(self, a: Args) -> tuple:
         """The method's arguments for :class:`Args` ``a`` (inverse of :meth:`args`)."""

@@ -49,7 +49,7 @@ class ProcessGroupCommunicator(Communicator):
         self._group = group
         self._rank = td.get_rank(group)
         self._world = td.get_world_size(group)
-        self._global_rank = td.get_rank()
+        self._ranks = None if group is None else td.get_process_group_ranks(group)  # participant -> global rank
         self._device = gd.device() if device is None else parse_device(device)
 
     def __repr__(self) -> str:
@@ -82,7 +82,7 @@ class ProcessGroupCommunicator(Communicator):
         """``root`` checked (``check_root``'s errors) and turned into a global rank."""
         if type(root) is not int or not 0 <= root < self._world:  # the common case costs two compares
             check_root(self, root, arg)
-        return root if self._group is None else td.get_global_rank(self._group, root)
+        return root if self._ranks is None else self._ranks[root]
 
     def _held(self, tensors, arg: str, optional: bool) -> None:
         if type(tensors) is list and len(tensors) == 1:  # the common case, checked cheaply
@@ -93,14 +93,14 @@ class ProcessGroupCommunicator(Communicator):
 
     # ----- a row's call: the Communicator's checks, then gpucomm.dist's --------------------------------
     def _args(self, row: Collective, values: tuple) -> Args:
-        m = row.method
-        a = m.args(values, self._world, rank=self._global_rank, devices=[self._device])
-        if row.has_root:
-            a = a._replace(root=self._root(a.root))
+        a = row.method.args(values, self._world, rank=self._rank, devices=[self._device], ranks=self._ranks)
+        root = a.root
+        if row.has_root and not (type(root) is int and 0 <= root < self._world):
+            check_root(self, root)
         if a.inputs is a.outputs:
             self._held(a.inputs, "tensors", False)
             return a
-        mine = a.root == self._global_rank
+        mine = root == self._rank
         scatter, gather = row.input_buffer == ROOT, row.output_buffer == ROOT
         self._held(a.outputs, "outputs", gather and not mine)
         self._held(a.inputs, "inputs", scatter and not mine)
