@@ -40,3 +40,21 @@ def test_an_allocated_result_is_checked_in_the_roots_slot():
     inv = Invocation("reduce_add", print, returns_output=True)
     assert backend.outputs(case, bufs, inv, result) == [None, None, result]
     assert backend.outputs(case, bufs, Invocation("reduce", print), None) is bufs.outputs
+
+
+def test_all_to_all_v_runs_through_the_communicator_plain_and_prepared():
+    from gpucomm.bench.adapters import GpucommComm
+    from gpucomm.bench.check import count_wrong, expected
+
+    backend = GpucommComm(CPU)
+    assert backend.forms == ("plain", "prepared")
+    case = plan_case(C.ALL_TO_ALL_V, 3 * 3 * 4 * 4, 3, torch.float32, None, OUT_OF_PLACE)
+    bufs = allocate(case, [0, 1, 2], CPU)
+    inv = backend.invocation(case, bufs)
+    assert inv.name == "all_to_all_v"
+    for form in ("plain", "prepared"):
+        fill(case, bufs, [0, 1, 2])
+        backend.bind(inv, form)()
+        for q, out in enumerate(bufs.outputs):
+            want = expected(case.op, q, n=3, count=case.count, dtype=torch.float32, reduce_op=None, root=0)
+            assert count_wrong(out, want, None) == 0, (form, q)

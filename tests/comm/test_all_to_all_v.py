@@ -50,3 +50,30 @@ def test_bad_out_is_refused_before_anything_is_written():
     with pytest.raises(ValueError, match=r"out\[1\]: expected shape \[5\]|overlap"):
         all_to_all_v(ts, [[1, 3], [2, 2]], out=[out[0], ts[1][:1].expand(5)])
     assert (out[0] == -1).all()
+
+
+def test_prepared_all_to_all_v_reruns_with_new_contents_and_refuses_at_prepare_time():
+    import gpucomm.comm as gc
+
+    sizes = [[1, 2, 0], [0, 1, 2], [2, 0, 1]]
+    ts = [torch.arange(3.0) + 10 * i for i in range(3)]
+    p = gc.prepare("all_to_all_v", ts, split_sizes=sizes)
+    for step in range(2):
+        for i, t in enumerate(ts):
+            t.copy_(torch.arange(3.0) + 10 * i + step)
+        got = p()
+        assert got is p.outputs
+        assert all(torch.equal(a, b) for a, b in zip(got, all_to_all_v(ts, sizes), strict=True))
+    with pytest.raises(ValueError, match=r"split_sizes\[0\]: expected sizes summing"):
+        gc.prepare("all_to_all_v", ts, split_sizes=[[1, 1, 0], [0, 1, 2], [2, 0, 1]])
+
+
+def test_every_library_offers_all_to_all_v_from_its_row():
+    from gpucomm import collectives
+    from gpucomm.bench.backends import BACKENDS
+    from gpucomm.communicator import Communicator, methods
+
+    row = collectives.get("all_to_all_v")
+    assert "all_to_all_v" in methods() and callable(Communicator.all_to_all_v)
+    offered = {name for name, b in BACKENDS.items() if row.calls.why_not(b.library) is None}
+    assert offered == {"gpucomm.comm", "torch.distributed", "gpucomm.dist"}  # torch.cuda.comm has none

@@ -144,7 +144,19 @@ def _moving(c: _Checker, dtype: torch.dtype, chunk: tuple[int, ...]) -> None:
     outs = c.empty(full, dtype)
     c.call("send_recv", outs, c.inputs(full, dtype, salt=1))
     c.expect(f"send_recv{tag}", outs, lambda p: fulls[(p - 1) % n])
+    # uneven: participant i sends ((i + 2j) mod 3) * rows to j (some pieces empty); every process the same matrix
+    rows, rest = chunk[0], chunk[1:]
+    sizes = [[(i + 2 * j) % 3 * rows for j in range(n)] for i in range(n)]
+    sent = [_value(i, (sum(sizes[i]), *rest), dtype, salt=3) for i in range(n)]
+    ins = [sent[p].to(d) for p, d in zip(c.mine, comm_devices(c), strict=True)]
+    outs = [torch.full((sum(sizes[i][p] for i in range(n)), *rest), -7, dtype=dtype, device=d)
+            for p, d in zip(c.mine, comm_devices(c), strict=True)]
+    c.call("all_to_all_v", outs, ins, sizes)
+    c.expect(f"all_to_all_v{tag}", outs, lambda j: torch.cat([sent[i].split(sizes[i])[j] for i in range(n)]))
 
+
+def comm_devices(c: _Checker) -> list:
+    return list(c.comm.devices)
 
 
 def check_collectives(comm: Communicator, prepared: bool = False) -> list[str]:

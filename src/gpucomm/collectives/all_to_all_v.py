@@ -9,7 +9,9 @@ sends 2 units to i+1, none to i+2 and 1 unit to everyone else (n ≥ 3; n = 2: 0
 peer), so every input and every output still holds n units and ``size`` means what it means for
 all_to_all.  Cost: n-1 steps; for n ≥ 3 each participant sends (n-1) units of its n, wire bytes
 (n-1)/n·S and busbw factor (n-1)/n exactly as all_to_all (for n = 2 it sends all of S).  Out of place;
-torch.cuda.comm and the Communicator have no uneven all_to_all.
+torch.cuda.comm has no uneven all_to_all.  The Communicator's ``all_to_all_v(outputs, inputs,
+split_sizes)`` takes the whole n x n matrix (every process passes the same one: its row is what a
+participant sends, its column what it receives).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from gpucomm.collectives.spec import (
     Collective,
     Factor,
     Invocation,
+    Method,
 )
 
 
@@ -47,7 +50,18 @@ def _expected(q, n, count, root, data):
 
 
 def _splits(a: Args) -> list[list[int]]:
-    return split_sizes(a.n, a.inputs[0].numel() // a.n)
+    """The Communicator caller's matrix, or (bench) the row's uneven one for these buffers."""
+    given = a.extra.get("split_sizes")
+    return given if given is not None else split_sizes(a.n, a.inputs[0].numel() // a.n)
+
+
+def _communicator(comm, a: Args) -> Invocation:
+    return Invocation("all_to_all_v", comm.all_to_all_v, (a.outputs, a.inputs, _splits(a)))
+
+
+METHOD = Method(("outputs", "inputs", "split_sizes"), {},
+                doc=("Uneven all_to_all along dim 0: participant i sends split_sizes[i][j] rows of its input to "
+                     "participant j, whose output is the pieces it receives, in participant order."))
 
 
 def _gpucomm_comm(lib, a: Args) -> Invocation:
@@ -67,6 +81,6 @@ ROW = Collective(
     placements=(OUT_OF_PLACE,), summary="participant j holds, in participant order, the piece each sent it",
     buffers=_buffers, expected=_expected,
     calls=Calls(gpucomm_comm=_gpucomm_comm, torch_distributed=_distributed, gpucomm_dist=_distributed,
-                unavailable={"torch_cuda_comm": "torch.cuda.comm has no all_to_all",
-                             "communicator": "the Communicator has no uneven all_to_all (its all_to_all is even)"}),
+                communicator=_communicator, unavailable={"torch_cuda_comm": "torch.cuda.comm has no all_to_all"}),
+    method=METHOD,
 )

@@ -26,7 +26,7 @@ Operations are enqueued on each device's current stream and return without synch
 except where a result lives on the CPU (it is complete on return).
 """
 
-from gpucomm.comm._all_to_all_v import all_to_all_v as all_to_all_v  # uneven; not yet in __all__'s table
+from gpucomm.comm._all_to_all_v import all_to_all_v
 from gpucomm.comm._broadcast import broadcast, broadcast_coalesced
 from gpucomm.comm._exchange import all_gather, all_to_all, send_recv
 from gpucomm.comm._prepare import prepare
@@ -38,6 +38,7 @@ __all__ = [  # Prepared (the type prepare returns) is importable but not a funct
     "all_gather",
     "all_reduce",
     "all_to_all",
+    "all_to_all_v",
     "broadcast",
     "broadcast_coalesced",
     "gather",

@@ -10,6 +10,7 @@ import torch
 from gpucomm._validate import describe, fail_type, fail_value
 from gpucomm.comm._checks import check_tensors
 from gpucomm.comm._exchange import all_to_all
+from gpucomm.comm._prepare import bind, prepared_form
 
 __all__ = ["all_to_all_v"]
 
@@ -31,6 +32,13 @@ def all_to_all_v(tensors: Any, split_sizes: Any, *, out: Any = None) -> list[tor
     Returns:
         ``list[Tensor]``: new tensors (or ``out``).
     """
+    ts, sizes, out = _checked(tensors, split_sizes, out)
+    _exchange(ts, sizes, out)
+    return list(out)
+
+
+def _checked(tensors: Any, split_sizes: Any, out: Any) -> tuple[list[torch.Tensor], list[list[int]], list]:
+    """:func:`all_to_all_v`'s checks: the inputs, the split sizes and the outputs (allocated when None)."""
     ts = check_tensors(tensors, "tensors")
     n = len(ts)
     sizes = _check_split_sizes(split_sizes, ts)
@@ -53,14 +61,33 @@ def all_to_all_v(tensors: Any, split_sizes: Any, *, out: Any = None) -> list[tor
             if any(_shares(o, t) for t in ts):
                 raise fail_value(f"out[{j}]", "a tensor that does not overlap tensors", describe(o),
                                  "all_to_all_v works out of place; allocate separate outputs")
-    column = [[sizes[i][j] for i in range(n)] for j in range(n)]
-    all_to_all([list(t.split(sizes[i])) for i, t in enumerate(ts)],
-               out=[list(o.split(column[j])) for j, o in enumerate(out)])
-    return list(out)
+    return ts, sizes, list(out)
+
+
+def _pieces(ts: list[torch.Tensor], sizes: list[list[int]], out: list) -> tuple[list, list]:
+    """What every participant sends (``tensors[i]`` split by row i) and where it lands (``out[j]`` by column j)."""
+    n = len(ts)
+    return ([list(t.split(sizes[i])) for i, t in enumerate(ts)],
+            [list(o.split([sizes[i][j] for i in range(n)])) for j, o in enumerate(out)])
+
+
+def _exchange(ts: list[torch.Tensor], sizes: list[list[int]], out: list) -> None:
+    sends, lands = _pieces(ts, sizes, out)
+    all_to_all(sends, out=lands)
+
+
+@prepared_form("all_to_all_v")
+def _prepared(inputs, outputs, split_sizes):
+    ts, sizes, out = _checked(inputs, split_sizes, outputs)
+    sends, lands = _pieces(ts, sizes, out)
+    run, _, _ = bind("all_to_all", sends, lands)  # all_to_all's own form: its route, decided once
+    return run, out, out
 
 
 def _shares(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.device == b.device and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    """Same storage (empty tensors hold no memory, whatever their null data pointers say)."""
+    return (a.numel() > 0 and b.numel() > 0 and a.device == b.device
+            and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
 
 
 def _check_split_sizes(split_sizes: Any, ts: list[torch.Tensor]) -> list[list[int]]:
