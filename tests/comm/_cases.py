@@ -41,6 +41,11 @@ def on(t: torch.Tensor, d: torch.device) -> torch.Tensor:
     return t.to(d)
 
 
+def _uneven(n: int) -> list[list[int]]:
+    """all_to_all_v's split sizes: participant i sends (i + j) mod 3 elements to j (some pieces empty)."""
+    return [[(i + j) % 3 for j in range(n)] for i in range(n)]
+
+
 def _sum(ts):
     return torch.stack(ts).sum(0)
 
@@ -158,6 +163,10 @@ CASES: list[Case] = [
                                                    for i in range(len(D))]),
          lambda D: [[on(ar(i + 1, start=10 * i + j), D[j]) for i in range(len(D))] for j in range(len(D))],
          torch_too=False),
+    Case("all_to_all_v", lambda m, D: m.all_to_all_v(
+        [on(ar(sum(_uneven(len(D))[i]), start=10 * i), d) for i, d in enumerate(D)], _uneven(len(D))),
+         lambda D: [on(torch.cat([ar(sum(_uneven(len(D))[i]), start=10 * i).split(_uneven(len(D))[i])[j]
+                                  for i in range(len(D))]), d) for j, d in enumerate(D)], torch_too=False),
     Case("send_recv", lambda m, D: m.send_recv([on(ar(2, start=i), d) for i, d in enumerate(D)]),
          lambda D: [on(ar(2, start=(j - 1) % len(D)), d) for j, d in enumerate(D)], torch_too=False),
 ]
