@@ -65,11 +65,25 @@ def test_bad_record_writes_nothing(tmp_path):
     assert not (d / "report.md").exists() and not (d / "report.html").exists()
 
 
-def test_env_only_dir_reports_without_sections(tmp_path):
-    paths = build(write(tmp_path / "empty", env(), []))
+def test_an_env_only_dir_is_refused_and_nothing_is_written(tmp_path):
+    d = write(tmp_path / "stopped", env(), [])
+    before = sorted(p.name for p in d.iterdir())
+    with pytest.raises(RecordError, match="holds only an env block"):
+        build(d)
+    assert sorted(p.name for p in d.iterdir()) == before
+
+
+def test_a_report_of_the_runs_below_a_directory_goes_to_a_new_report_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "gpucomm-results"
+    write(root / "bench-20261203-090000-1", env(), [bench()])
+    write(root / "bench-20261203-100000-2", env(), [bench()])
+    paths = build(root)
+    out = paths["markdown"].parent
+    assert out.resolve().parent == root.resolve() and out.name.startswith("report-")  # the naming scheme
+    assert not (root / "report.md").exists()  # never into the directory that holds the runs
     md = paths["markdown"].read_text()
-    assert "## Runs" in md and "## Collectives" not in md and "## Wrong results" not in md
-    assert set(paths) == {"markdown", "html"}
+    assert "run 1:" in md and "run 2:" in md
 
 
 def test_markdown_and_html_say_the_same_things(gpu_dir, gpu_report, monkeypatch):

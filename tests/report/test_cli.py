@@ -60,3 +60,35 @@ def test_report_prints_its_findings_at_80_columns(gpu_dir, tmp_path, capsys, mon
     assert "gpucomm.comm vs torch.cuda.comm: faster at all_reduce 1.25x, all_gather 1.25x" in joined
     assert "Pick replicated for gpt-tiny on 2 GPUs" in joined and "Recommended for gpt2" in joined
     assert max(len(line) for line in answer.splitlines()) <= 80
+
+
+def test_a_directory_without_result_rows_is_one_line_exit_2_and_nothing_written(tmp_path, capsys):
+    empty = tmp_path / "nc"
+    empty.mkdir()
+    stopped = write(tmp_path / "stopped", env(), [])
+    for d in (empty, stopped):
+        before = sorted(p.name for p in d.iterdir())
+        assert main(["report", str(d)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+        assert captured.err.startswith("gpucomm report: error: ")
+        assert sorted(p.name for p in d.iterdir()) == before
+
+
+def test_a_results_root_is_several_runs_reported_side_by_side(tmp_path, capsys, monkeypatch):
+    from report_records import bench, train_rows
+
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "gpucomm-results"
+    write(root / "bench-20261203-090000-1", env(), [bench("all_reduce", "torch.cuda.comm"),
+                                                     bench(speedup=2.0, baseline="torch.cuda.comm")])
+    write(root / "train-20261203-100000-2", env(), train_rows())
+    write(root / "train-20261203-110000-3", env(), [])
+    assert main(["report", "gpucomm-results"]) == 0
+    out = capsys.readouterr().out
+    (report,) = [p for p in root.iterdir() if p.name.startswith("report-")]
+    assert f"{report.relative_to(tmp_path)}/report.md" in out.splitlines()[0]
+    assert "skipped 1 result directory without result rows: gpucomm-results/train-20261203-110000-3" in out
+    assert "run 1: " in out and "run 2: " in out
+    assert "gpucomm.comm vs torch.cuda.comm: faster at all_reduce 2.00x" in out and "Pick replicated" in out
+    assert not (root / "report.md").exists()

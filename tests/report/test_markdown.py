@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 
-from report_records import env, write
+from report_records import advice_rows, env, write
 
 from gpucomm.report import build
 from gpucomm.report.markdown import escape
@@ -78,7 +78,7 @@ def test_train_and_advice_sections(gpu_report):
 
 
 def test_markdown_escapes_record_text_outside_code(tmp_path):
-    d = write(tmp_path / "r", env(hostname="<img src=x onerror=alert(1)>"), [])
+    d = write(tmp_path / "r", env(hostname="<img src=x onerror=alert(1)>"), advice_rows())
     md = build(d)["markdown"].read_text()
     assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
 
@@ -113,7 +113,7 @@ def test_topology_link_matrix_is_shown(tmp_path):
                                               "cpu_affinity": "0-47", "numa_node": 0}],
                   "links": [["X", "NV18"], ["NV18", "X"]], "numa_nodes": {"0": "0-47"},
                   "notes": ["nvidia-smi: not needed"]}
-    md = build(write(tmp_path / "t", e, []))["markdown"].read_text()
+    md = build(write(tmp_path / "t", e, advice_rows()))["markdown"].read_text()
     runs = _section(md, "Runs")
     assert "| GPU0 | X | NV18 |" in runs and "| GPU1 | NV18 | X |" in runs
     assert "bus 0000:18:00.0, CPUs 0-47, NUMA node 0" in runs and "nvidia-smi: not needed" in runs

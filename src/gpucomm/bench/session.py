@@ -162,7 +162,8 @@ class Session:
         if not rank0:
             return status
         report_ok = self._report()
-        return status or self._verdict(report_ok)
+        verdict = self._verdict(report_ok)  # an interrupted run still ends with the answer of its finished rows
+        return status or verdict
 
     def _measure(self, rank0: bool, adapters: dict, local_points: list[Point], group_points: list[Point]) -> None:
         view = LiveView(self.console, self._title(), len(local_points) + len(group_points)) if rank0 else None
@@ -237,6 +238,9 @@ class Session:
 
     # ----- the end ------------------------------------------------------------------------------------
     def _report(self) -> bool:
+        if not self.records:  # nothing finished: a report would have nothing to say
+            self.console.print(f"records: {self.out / 'records.jsonl'} (no rows finished: no report)", highlight=False)
+            return True
         try:
             from gpucomm.report import build
         except ImportError as exc:

@@ -10,35 +10,35 @@ rename replaces the target itself, never what a symlink there points to.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
+from gpucomm.records import new_run_dir
 from gpucomm.report import content, html, markdown
-from gpucomm.report.runs import load_runs
+from gpucomm.report.runs import Run, load_runs
 
-__all__ = ["build", "default_out_dir"]
+__all__ = ["build", "default_out_dir", "report_dir", "write_report"]
 
 
-def _out_dir(result_dirs: Sequence[Path], out_dir: str | os.PathLike[str] | None) -> Path:
+def report_dir(result_dirs: Sequence[Path], runs: Sequence[Run], out_dir: str | os.PathLike[str] | None) -> Path:
+    """``out_dir``; else the one run's own directory when one run was named; else :func:`default_out_dir`."""
     if out_dir is not None:
         return Path(out_dir)
-    if len(result_dirs) == 1 and result_dirs[0].is_dir():
-        return result_dirs[0]
-    if len(result_dirs) == 1:
-        return result_dirs[0].parent
+    if len(runs) == 1 and len(result_dirs) == 1 and runs[0].directory == result_dirs[0]:
+        return result_dirs[0] if result_dirs[0].is_dir() else result_dirs[0].parent
     return default_out_dir()
 
 
 def default_out_dir() -> Path:
-    """Where a comparison of several result directories goes: ``gpucomm-results/report-<UTC time>``.
+    """Where a report of several runs goes: a new result directory ``gpucomm-results/report-<UTC time>-<pid>``
+    (:func:`gpucomm.records.new_run_dir`, the one naming scheme of every command), made when it is written.
 
-    ``gpucomm-results/`` is where bench and train write by default, and ``.gitignore`` covers it.
+    Never the directory holding the runs itself: a report is not a run, and writing there would mix
+    report files in with the runs.
     """
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H-%M-%SZ")
-    return Path("gpucomm-results") / f"report-{stamp}"
+    return new_run_dir("report", create=False)
 
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -69,24 +69,30 @@ def build(result_dirs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     """Write the Markdown and HTML report of one or more result directories.
 
     Args:
-        result_dirs: result directories (or ``records.jsonl`` files).  Several compare machines or
-            versions; each is labelled by its env block (hostname, device, torch version, date).
-        out_dir: where to write; default the single result directory, or
-            :func:`default_out_dir` for several.
+        result_dirs: result directories (or ``records.jsonl`` files, or directories holding result
+            directories: each run below is its own run, :func:`gpucomm.report.runs.find_runs`).  Several
+            compare machines, versions or kinds of run; each is labelled by its env block (hostname, device,
+            torch version, date).
+        out_dir: where to write; default the single result directory named, or :func:`default_out_dir`
+            for several runs.
 
     Returns:
         ``{"markdown": report.md, "html": report.html, "plots/<name>.png": …, "plots/<name>.svg": …}``.
 
     Raises:
         ValueError: no result directory.
-        gpucomm.records.RecordError: a directory that does not exist, holds no records or a bad line.
+        gpucomm.records.RecordError: a directory that does not exist, holds no result rows or a bad line.
         OSError: ``out_dir`` cannot be written.
     """
     if isinstance(result_dirs, str | os.PathLike):
         result_dirs = [result_dirs]
     dirs = [Path(d) for d in result_dirs]
     runs = load_runs(dirs)
-    out = _out_dir(dirs, out_dir)
+    return write_report(runs, report_dir(dirs, runs, out_dir))
+
+
+def write_report(runs: Sequence[Run], out: Path) -> dict[str, Path]:
+    """Render the report of ``runs`` in memory, then write it into ``out`` (see :func:`build`)."""
     doc = content.document(runs)
     files: dict[str, bytes] = {"report.md": markdown.render(doc).encode("utf-8"),
                                "report.html": html.render(doc).encode("utf-8")}

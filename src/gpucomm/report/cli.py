@@ -1,28 +1,38 @@
-"""``gpucomm report``: Markdown and HTML report (with plots) from result directories.
+"""``gpucomm report``: what bench, train and advise runs found — Markdown and HTML report with plots.
 
 Usage::
 
-    gpucomm report DIR [DIR ...] [--out OUT]
-    gpucomm report --doc docs/ [--check]      # regenerate (or check) the measured tables in docs/*.md
+    gpucomm report gpucomm-results/bench-20261203-141502-4711    # one run: report into its directory
+    gpucomm report BENCH_DIR TRAIN_DIR                           # several runs side by side
+    gpucomm report gpucomm-results                               # every run below it, each its own
+    gpucomm report --doc docs/ [--check]                         # regenerate (check) docs' measured tables
 
-Reads ``records.jsonl`` in each DIR (written by ``gpucomm bench``, ``train`` or ``advise``) and writes
-``report.md``, ``report.html`` (self-contained: opens from disk, plots inlined) and ``plots/*.png|svg``
-into OUT (and prints the paths, then each run's answer) — by default the single DIR, or ``gpucomm-results/report-<UTC time>/`` when several DIRs are
-compared.  Each DIR is
-labelled by its env block (hostname, device, torch version, date).  Prints the paths written.
+Reads the records of each DIR (written by ``gpucomm bench``, ``train`` or ``advise``) and writes
+``report.md``, ``report.html`` (self-contained: opens from disk, plots inlined) and ``plots/*.png|svg``;
+then prints the paths and each run's answer — the lines the report opens with.
+
+Which runs: a DIR that holds records itself is one run; a DIR that holds none itself but has result
+directories below it is each of them, in name order (so ``gpucomm-results/`` after six runs is six runs,
+never one).  Runs found below a DIR that hold no result rows (stopped before their first row) are
+skipped, and the command says which.  Each run is labelled by its env block (hostname, device, torch version,
+date).
+
+Where: ``--out OUT``; by default the one run's own directory, or, for several runs, a new
+``gpucomm-results/report-<UTC yyyymmdd-hhmmss>-<pid>/`` (never the directory that holds the runs).
 
 ``--doc`` regenerates the blocks of docs/*.md marked ``<!-- generated: KIND from benchmarks/results/FILE -->``
-from the file each names (:mod:`gpucomm.report.docs` says how to add one).
+from the file each names (:mod:`gpucomm.report.docs` says how to add a kind).
 
-Exit status: 0 written (``--check``: 1 when a block is stale); 2 usage error (a DIR that does not exist or holds no valid records, an OUT
-that cannot be written): one line on stderr naming the file and line at fault.  Nothing is written on
-error.
+Exit status: 0 written (``--check``: 1 when a block is stale); 2 usage error — a DIR that does not
+exist, holds no result rows or a bad line, an OUT that cannot be written: one line on stderr naming
+the file and line at fault, and nothing is written.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 __all__ = ["add_parser", "run"]
 
@@ -35,10 +45,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                    formatter_class=argparse.RawDescriptionHelpFormatter,
                                    epilog="\n\n".join(doc.split("\n\n")[1:]))
     parser.add_argument("dirs", nargs="*", metavar="DIR",
-                        help="result directory written by gpucomm bench, train or advise (or a records.jsonl file)")
+                        help="result directory written by gpucomm bench, train or advise, a records.jsonl file, or "
+                             "a directory holding result directories (each its own run)")
     parser.add_argument("--out", metavar="OUT", default=None,
-                        help="where to write report.md, report.html and plots/ (default: the single DIR; "
-                             "several DIRs: gpucomm-results/report-<UTC time>/)")
+                        help="where to write report.md, report.html and plots/ (default: the one run's directory; "
+                             "several runs: a new gpucomm-results/report-<UTC time>-<pid>/)")
     parser.add_argument("--doc", metavar="DOCS", default=None,
                         help="instead of a report: regenerate every generated block in DOCS (a directory of .md "
                              "files, e.g. docs/, or one file) from the results file its marker names")
@@ -62,10 +73,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpucomm report: error: {what}; see gpucomm report --help", file=sys.stderr)
         return 2
     from gpucomm.records import RecordError
-    from gpucomm.report.build import build
+    from gpucomm.report.build import report_dir, write_report
+    from gpucomm.report.runs import load_runs
 
+    skipped: list = []
     try:
-        paths = build(args.dirs, args.out)
+        runs = load_runs(args.dirs, skipped)
+        paths = write_report(runs, report_dir([Path(d) for d in args.dirs], runs, args.out))
     except (RecordError, ValueError, OSError) as exc:
         print(f"gpucomm report: error: {exc}", file=sys.stderr)
         return 2
@@ -75,24 +89,25 @@ def run(args: argparse.Namespace) -> int:
             print(path)
     if plots:
         print(f"plots: {len(plots)} files in {plots[0].parent}")
-    _print_findings(args.dirs)
+    if skipped:
+        print(f"skipped {len(skipped)} result director{'ies' if len(skipped) != 1 else 'y'} without result rows: "
+              f"{', '.join(map(str, skipped))}")
+    _print_findings(runs)
     return 0
 
 
-def _print_findings(dirs: list[str]) -> None:
+def _print_findings(runs) -> None:
     """Each run's answer, in the terminal too: what the report opens with, without opening a file."""
-    from rich.console import Console
     from rich.text import Text
 
+    from gpucomm._console import make_console
     from gpucomm.report.findings import answer
-    from gpucomm.report.runs import load_runs
     from gpucomm.report.terminal import Answer
 
-    runs = load_runs(dirs)
-    console = Console(highlight=False)
+    console = make_console(highlight=False)
     for run in runs:
         lines = answer(run.results)
         if len(runs) > 1:
-            console.print(Text(f"{run.tag}: {run.label}", style="dim"))
+            console.print(Text(f"{run.tag}: {run.label} — {run.directory}", style="dim"))
         if lines:
             console.print(Answer(lines))

@@ -5,6 +5,13 @@ A report reads one or more result directories.  Each becomes a :class:`Run`: the
 torch version and date — so that a report comparing two machines or two versions says which row came
 from which.  Two runs whose env blocks give the same label are told apart by directory name, then by
 position.
+
+What is a run (:func:`find_runs`): a directory that holds records itself (``records.jsonl`` or any
+``*.jsonl`` directly in it) is one run, whatever lies below it.  A directory that holds none itself but
+has run directories below it — ``gpucomm-results/`` after a few ``gpucomm bench`` and ``train`` runs — is
+each of those runs, in name order (result directory names sort by time), never one merged run.  A run
+needs result rows: a directory whose records are only an env block (a run stopped before its first
+row) is refused when named, and skipped when found below a named directory.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from pathlib import Path
 
 from gpucomm.records import EnvRecord, RecordError, ResultSet, load
 
-__all__ = ["Run", "device_name", "load_runs", "run_label"]
+__all__ = ["Run", "device_name", "find_runs", "load_runs", "run_label"]
 
 
 @dataclass(slots=True)
@@ -83,23 +90,68 @@ def _distinct(labels: list[str], directories: list[Path]) -> list[str]:
     return [f"{lab} [#{i}]" for i, lab in enumerate(labels, 1)]
 
 
-def load_runs(result_dirs: Sequence[str | os.PathLike[str]]) -> list[Run]:
-    """Load each result directory (or records file) as a labelled :class:`Run`.
+def _holds_records(directory: Path) -> bool:
+    """Whether ``directory`` itself holds a records file (hidden files are a run's private scratch)."""
+    return any(not f.name.startswith(".") for f in directory.glob("*.jsonl") if f.is_file())
+
+
+def _runs_below(directory: Path) -> list[Path]:
+    """The run directories below ``directory`` (not descending into a run), in path order."""
+    found = []
+    for child in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        found += [child] if _holds_records(child) else _runs_below(child)
+    return found
+
+
+def find_runs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, bool]]:
+    """Each run the paths hold, as (path, named): a records file or a run directory named as given
+    (``named`` True), or the run directories below a directory that holds no records itself (``named``
+    False).  A path that holds neither is passed on as given, so that loading it says what is wrong."""
+    out: list[tuple[Path, bool]] = []
+    for path in map(Path, paths):
+        below = _runs_below(path) if path.is_dir() and not _holds_records(path) else []
+        out += [(p, False) for p in below] if below else [(path, True)]
+    return out
+
+
+def _has_rows(results: ResultSet) -> bool:
+    return bool(results.bench or results.train or results.advice or results.scale)
+
+
+def load_runs(result_dirs: Sequence[str | os.PathLike[str]], skipped: list[Path] | None = None) -> list[Run]:
+    """Load each run the given directories (or records files) hold as a labelled :class:`Run`.
+
+    Args:
+        result_dirs: result directories, records files, or directories holding result directories
+            (:func:`find_runs` says which runs each holds).
+        skipped: when given, the run directories found below a named directory and left out because they
+            hold no result rows are appended to it.
 
     Raises:
         ValueError: no directory given.
-        RecordError: a directory that does not exist, holds no records, or holds a bad line.
+        RecordError: a path that does not exist, holds no records, only an env block, or a bad line.
     """
     if isinstance(result_dirs, str | os.PathLike):
         result_dirs = [result_dirs]
     if not result_dirs:
         raise ValueError("result_dirs: expected at least one result directory, but got none; "
                          "pass the --out directory of a gpucomm bench/train/advise run")
-    directories = [Path(d) for d in result_dirs]
-    results = [load(d) for d in directories]
-    for d, r in zip(directories, results, strict=True):
-        if not (r.bench or r.train or r.advice or r.scale or r.env):
-            raise RecordError(f"{str(d)!r} holds no records; pass a gpucomm result directory")
+    directories, results = [], []
+    for path, named in find_runs(result_dirs):
+        r = load(path)
+        if not _has_rows(r):
+            if named:
+                what = "only an env block (the run stopped before its first row)" if r.env else "no records"
+                raise RecordError(f"{str(path)!r} holds {what}; there is nothing to report; pass a result "
+                                  f"directory with bench, train or advise rows")
+            if skipped is not None:
+                skipped.append(path)
+            continue
+        directories.append(path)
+        results.append(r)
+    if not directories:
+        raise RecordError(f"{', '.join(repr(str(p)) for p in result_dirs)}: the result directories found hold no "
+                          f"result rows (every run stopped before its first row); there is nothing to report")
     labels = _distinct([run_label(r.env[0] if r.env else None) for r in results], directories)
     return [Run(label, d, r, tag=f"run {i}")
             for i, (label, d, r) in enumerate(zip(labels, directories, results, strict=True), 1)]
