@@ -91,3 +91,18 @@ def slow_build_factory():
     _touch_mark()
     time.sleep(30)
     return factory()
+
+
+def hang_in_rank1_factory():
+    """``factory``, but in launched rank 1 every loss sleeps for ten minutes: a hung DDP rank."""
+    import os
+    import time
+
+    model, batch_fn, loss_fn = factory()
+
+    def hanging_loss_fn(outputs, targets):
+        if os.environ.get("RANK") == "1":
+            time.sleep(600)
+        return loss_fn(outputs, targets)
+
+    return model, batch_fn, hanging_loss_fn

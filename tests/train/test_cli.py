@@ -102,6 +102,32 @@ def test_argparse_errors_are_one_line(capsys):
     assert info.value.code == 2 and err.count("\n") == 1 and "--steps" in err
 
 
+@pytest.mark.parametrize("value", ["0", "-1", "inf", "-inf", "nan", "soon"])
+def test_bad_timeout_is_one_line_exit_2_and_writes_nothing(value, tmp_path, capsys):
+    assert _train_exit(tmp_path, "--model", "mlp", f"--timeout={value}") == 2
+    err = capsys.readouterr().err
+    assert "--timeout" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_hung_ddp_rank_fails_its_row_after_the_timeout(tmp_path, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE))
+    started = time.monotonic()
+    rc = _train(tmp_path, "--model", "gpucomm_train_factory_example:hang_in_rank1_factory", "--strategies", "ddp",
+                "--timeout", "2")
+    assert rc == 1 and time.monotonic() - started < 100  # start-up (up to 60 s) + 2 s, not 600 s
+    rows = {r.strategy: r for r in load(tmp_path / "out").train}
+    assert rows["single"].status == "ok" and rows["ddp"].status == "failed"
+    assert "timeout=2 s" in rows["ddp"].note and "rank 1" in rows["ddp"].note, rows["ddp"].note
+
+
+def _train_exit(tmp_path, *extra):
+    try:
+        return _train(tmp_path, *extra)
+    except SystemExit as exc:  # argparse's own errors
+        return exc.code
+
+
 def test_out_under_a_regular_file_is_one_line_exit_2(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("x")

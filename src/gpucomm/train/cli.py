@@ -36,7 +36,9 @@ when the first row is written: a run that fails before that leaves nothing behin
 ``--assert-equal`` exits 1 unless every strategy's per-step losses and final parameters match
 single's within the tolerance (fp32 1e-5, bf16 autocast 3e-2) and replicated's replicas are
 bit-identical.  A strategy that runs out of memory is a failed row naming the strategy, model,
-per-device batch and the device's memory; the others still run.  Ctrl-C or SIGTERM keeps every
+per-device batch and the device's memory; the others still run.  A strategy that runs in processes
+(ddp) and does not finish within ``--timeout`` seconds (600 by default; start-up gets at least 60 s of
+its own) is stopped and its row fails, naming the rank that hung.  Ctrl-C or SIGTERM keeps every
 finished row and still writes the report.
 
 Exit status: 0 ok; 1 a strategy failed or (with ``--assert-equal``) differs; 2 usage error (bad flag,
@@ -107,6 +109,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="replicated: run replicas one after another instead of one thread each")
     p.add_argument("--assert-equal", action="store_true", help="exit 1 unless every strategy matches single")
     p.add_argument("--tolerance", type=float, default=None, help="relative tolerance for --assert-equal")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="seconds a strategy run in processes (ddp) may take before its ranks are stopped and "
+                        "its row fails, a finite number > 0 (default 600)")
     p.add_argument("--out", type=Path, default=None,
                    help="result directory (default gpucomm-results/train-<UTC time>-<pid>/; made at the first row)")
     p.add_argument("--no-report", action="store_true", help="skip the Markdown/HTML report")
@@ -125,7 +130,7 @@ def config_from_args(args: argparse.Namespace):
         seed=args.seed, lr=args.lr, optimizer=args.optimizer, precision=args.precision,
         bucket_cap_mb=args.bucket_cap_mb, first_bucket_mb=args.first_bucket_mb, assert_equal=args.assert_equal,
         replicated_threads=not args.no_replicated_threads,
-        tolerance=args.tolerance, out=args.out or default_out_dir(),
+        tolerance=args.tolerance, out=args.out or default_out_dir(), timeout=args.timeout,
     )
 
 
@@ -306,7 +311,7 @@ def _extra(config) -> dict:
             "devices": [str(d) for d in config.devices], "nproc": config.nproc, "seed": config.seed,
             "lr": config.lr, "optimizer": config.optimizer, "precision": config.precision,
             "bucket_cap_mb": config.bucket_cap_mb, "first_bucket_mb": config.first_bucket_mb,
-            "replicated_threads": config.replicated_threads, "graphs": config.graphs}
+            "replicated_threads": config.replicated_threads, "graphs": config.graphs, "timeout": config.timeout}
 
 
 def _header(console, config) -> None:

@@ -7,6 +7,7 @@ usage error costs nothing and says how to fix it.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,6 +156,10 @@ class TrainConfig:
     """Relative tolerance for the equality check (None: :data:`TOLERANCES` for the precision)."""
     out: Path | None = None
     """Result directory (None: :func:`default_out_dir`)."""
+    timeout: float = 600.0
+    """Seconds a strategy that runs in several processes (ddp) may take once its processes have their
+    process group (start-up gets at least 60 s of its own); then its ranks are stopped and its row fails
+    naming the rank that hung.  Also the process group's own timeout under torchrun/SLURM."""
 
     model_defaulted: bool = field(default=False, init=False)
     """True when ``model`` was not given and :data:`DEFAULT_MODELS` chose it."""
@@ -184,6 +189,10 @@ class TrainConfig:
             raise ConfigError(f"--global-batch {self.global_batch} does not divide by the {len(self.devices)} "
                              f"devices {[str(d) for d in self.devices]}; choose a multiple of "
                              f"{len(self.devices)}")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) \
+                or not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise ConfigError(f"--timeout: expected a finite number of seconds > 0, such as 600, "
+                              f"but got {self.timeout!r}")
         if self.tolerance is not None and not self.tolerance > 0:
             raise ConfigError(f"--tolerance: expected > 0, but got {self.tolerance}")
         if self.graphs and self.device_type != "cuda":

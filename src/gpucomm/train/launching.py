@@ -111,7 +111,8 @@ def launch_many(jobs: list[tuple[str, TrainConfig]], nprocs: int) -> list[RunRes
     if len(types) != 1:
         raise ValueError(f"launch_many: jobs must share one device type, but got {sorted(types)}")
     backend = backend_for(types.pop())
-    results = launch(_many, nprocs, list(jobs), backend=backend)[0]
+    timeout = max(config.timeout for _, config in jobs)
+    results = launch(_many, nprocs, list(jobs), backend=backend, timeout=timeout)[0]
     for r in results:
         r.state = state_from_bytes(r.state)
     return results
@@ -132,7 +133,7 @@ def run_under_launcher(name: str, config: TrainConfig) -> RunResult | None:
     if gd.is_initialized():
         result = rank_worker(name, config)
     else:
-        with gd.init():
+        with gd.init(timeout=config.timeout):
             result = rank_worker(name, config)
     if result is not None:
         result.state = state_from_bytes(result.state)
