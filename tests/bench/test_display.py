@@ -9,20 +9,18 @@ same run through ``TERM=dumb`` and through a pipe must print the same things onc
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
-import select
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
 
 pyte = pytest.importorskip("pyte")
+
+from gpucomm.testing.terminal import run_in_pty, screen_lines  # noqa: E402
 
 # a row: up to three name cells (backend, form, ...) then the size, e.g. "gpucomm.dist  prepared  8 KiB  ..."
 _ROW = re.compile(r"^\s*(?:[A-Za-z][\w.-]*\s+){0,3}\d+(?:\.\d+)? (?:B|KiB|MiB|GiB)\s")
@@ -44,40 +42,18 @@ def _bench_argv(out: Path, backends: str | None) -> list[str]:
 
 
 def _run_in_pty(argv: list[str], cols: int, rows: int, term: str = "xterm-256color") -> bytes:
-    """Run ``argv`` with a pseudo-terminal of ``cols`` x ``rows`` as stdin/stdout/stderr; return its bytes."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=_env(term), close_fds=True)
-    os.close(slave)
-    chunks = []
+    """Run ``argv`` in a pseudo-terminal of ``cols`` x ``rows``; return its bytes (it must succeed)."""
     try:
-        while True:
-            ready, _, _ = select.select([master], [], [], 120)
-            if not ready:
-                proc.kill()
-                pytest.fail("gpucomm bench produced no output for 120 s")
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child closed its end
-                break
-            if not data:
-                break
-            chunks.append(data)
-    finally:
-        os.close(master)
-        proc.wait(timeout=60)
-    assert proc.returncode == 0, b"".join(chunks)[-2000:].decode(errors="replace")
-    return b"".join(chunks)
+        code, data = run_in_pty(argv, cols, rows, env=_env(term))
+    except TimeoutError as exc:
+        pytest.fail(str(exc))
+    assert code == 0, data[-2000:].decode(errors="replace")
+    return data
 
 
 def _screen_text(data: bytes, cols: int, rows: int) -> list[str]:
     """Every line on the final screen and in the scrollback, after replaying ``data``."""
-    screen = pyte.HistoryScreen(cols, rows, history=100_000, ratio=0.5)
-    screen.set_mode(pyte.modes.LNM)  # a pty turns "\n" into "\r\n"; the emulator must too
-    stream = pyte.ByteStream(screen)
-    stream.feed(data)
-    top = ["".join(line[x].data for x in range(cols)).rstrip() for line in screen.history.top]
-    return top + [line.rstrip() for line in screen.display]
+    return screen_lines(data, cols, rows)
 
 
 def _records(out: Path) -> list[dict]:

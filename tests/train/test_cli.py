@@ -269,3 +269,28 @@ def test_output_fits_the_terminal_and_names_are_whole(tmp_path, capsys, monkeypa
     assert max(len(line) for line in out.splitlines()) <= width, out
     for name in ("single", "dp", "twin"):
         assert any(line.startswith(name) for line in out.splitlines()), out
+
+
+# ----- what a person sees in a terminal ---------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("cols", [80, 120])
+def test_a_terminal_shows_live_progress_and_ends_with_the_answer(tmp_path, cols):
+    pytest.importorskip("pyte")
+    from gpucomm.testing.terminal import run_in_pty, screen_lines
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")}
+    env.update(TERM="xterm-256color", PYTHONPATH=str(SRC), OMP_NUM_THREADS="1")
+    argv = [sys.executable, "-m", "gpucomm", "train", "--model", "gpt-tiny", "--devices", "cpu,cpu", "--steps", "4",
+            "--warmup-steps", "1", "--global-batch", "4", "--strategies", "single,replicated", "--no-report",
+            "--out", str(tmp_path / "out")]
+    code, data = run_in_pty(argv, cols, 40, env=env)
+    lines = [line for line in screen_lines(data, cols, 40) if line.strip()]
+    text = "\n".join(lines)
+    assert code == 0, text
+    assert "-:--:--" not in text  # no bar that looks hung
+    for name in ("single", "replicated"):
+        assert any(line.startswith(name) and "4/4 steps" in line for line in lines), text
+    pick = max(i for i, line in enumerate(lines) if line.startswith("Pick "))
+    equality = max(i for i, line in enumerate(lines) if line.startswith("Equality: "))
+    assert len(lines) - pick <= 5 and pick < equality, text  # the answer is the last few lines
+    assert "gpt-tiny" in lines[pick] and "computed what single did" in " ".join(lines[equality:])

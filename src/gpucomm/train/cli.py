@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 import types
 from pathlib import Path
@@ -209,6 +210,7 @@ def _interrupted(console, config, writer: _LazyWriter, interrupted: Interrupted,
         console.print(f"records: {config.out / 'records.jsonl'}", highlight=False)
         if report:
             _report(console, config.out)
+        _answer(console, rows)
     else:
         console.print("nothing written", highlight=False)
     return interrupted.exit_status
@@ -243,36 +245,60 @@ def _execute(config, plans, workload, console, writer: _LazyWriter, *, report: b
 
 
 class _Progress:
-    """A rich progress bar per strategy: step k of n and an ETA.
+    """A rich progress bar per strategy: what it is doing, step k of n, and the time it has taken.
 
-    In-process strategies report each step; a strategy that runs in other processes (ddp) shows
-    "running in N processes" until it ends (its steps are not reported across processes).  Refreshed by
-    hand, at most twice a second, from the step callback: no refresh thread competes with the training
-    loop for the interpreter while steps are timed.
+    A strategy starts "preparing" (building its model and replicas, moving them to the devices, and its
+    first step, where kernels are chosen and compiled — the longest wait of a run); then "warm-up" until
+    the timed steps begin; then its name alone.  Until its first step is done a ticker thread redraws
+    twice a second, so the elapsed time moves and the bar does not look hung.  From then on the bar is
+    refreshed by hand, at most twice a second, from the step callback: no refresh thread competes with
+    the training loop for the interpreter while host times and steps are measured.  A strategy that runs
+    in other processes (ddp) shows "running in N processes" with the ticker until it ends (its steps are
+    not reported across processes).
     """
 
     _PERIOD_S = 0.5
 
     def __init__(self, console, config, plans) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.steps = config.steps
+        self.steps, self.warmup = config.steps, config.warmup_steps
         self._launched = {p.name: p.world_size for p in plans if p.process_group}
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                  TextColumn("steps"), TimeRemainingColumn(), console=console,
+                                  TextColumn("steps"), TimeElapsedColumn(), console=console,
                                   auto_refresh=False, transient=False)
         self._tasks: dict[str, int] = {}
         self._running: str | None = None
         self._last = 0.0
+        self._ticker: tuple[threading.Thread, threading.Event] | None = None
 
     def __enter__(self) -> _Progress:
         self._progress.start()
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
+        self._stop_ticker()
         if exc_type is None:  # an interrupted launch is not shown as finished
             self._finish_launched()
         self._progress.stop()
+
+    def _start_ticker(self) -> None:
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(self._PERIOD_S):
+                self._progress.refresh()
+
+        thread = threading.Thread(target=tick, name="gpucomm-train-progress", daemon=True)
+        thread.start()
+        self._ticker = (thread, stop)
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            thread, stop = self._ticker
+            stop.set()
+            thread.join()
+            self._ticker = None
 
     def _finish_launched(self) -> None:
         name = self._running
@@ -282,19 +308,25 @@ class _Progress:
             self._progress.refresh()
 
     def start(self, name: str) -> None:
+        self._stop_ticker()
         self._finish_launched()
         self._running = name
-        label = f"{name} (running in {self._launched[name]} processes)" if name in self._launched else name
+        label = (f"{name} (running in {self._launched[name]} processes)" if name in self._launched
+                 else f"{name}: preparing (model, devices, first step)")
         self._tasks[name] = self._progress.add_task(label, total=self.steps)
         self._progress.refresh()
+        self._start_ticker()
 
     def step(self, name: str, done: int, total: int) -> None:
         task = self._tasks.get(name)
         if task is None:
             return
-        self._progress.update(task, completed=done)
+        if done == 1:
+            self._stop_ticker()
+        phase = f"{name}: warm-up" if done < self.warmup else name
+        self._progress.update(task, completed=done, description=phase)
         now = time.monotonic()
-        if done == total or now - self._last >= self._PERIOD_S:
+        if done in (1, self.warmup, total) or now - self._last >= self._PERIOD_S:
             self._last = now
             self._progress.refresh()
 
@@ -354,10 +386,22 @@ def _summarise(console, cmp, config, *, report: bool) -> int:
         if r.status == "failed":
             console.print(f"[red]{r.strategy} failed:[/] {r.note}")
     if cmp.records:
-        console.print(f"records: {config.out / 'records.jsonl'}")
+        console.print(f"records: {config.out / 'records.jsonl'}", highlight=False)
         if report:
             _report(console, config.out)
+    _answer(console, cmp.records)
     return 1 if cmp.failed else 0
+
+
+def _answer(console, records) -> None:
+    """The run's last lines: the strategy to pick for this model on these devices and why, and the
+    equality verdict (:func:`gpucomm.report.findings.train_findings`, the report's own words)."""
+    from rich.text import Text
+
+    from gpucomm.report.findings import train_findings
+
+    for i, line in enumerate(train_findings(records)):
+        console.print(Text(line, style="bold" if i % 2 == 0 else ""))
 
 
 def _report(console, out: Path) -> None:
