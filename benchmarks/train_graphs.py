@@ -62,7 +62,7 @@ from typing import Any
 
 import torch
 
-from gpucomm.train import graphs
+from gpucomm.parallel import graphs
 from gpucomm.train.config import TOLERANCES, TrainConfig
 from gpucomm.train.models import load_workload
 from gpucomm.train.strategies import ReplicatedStrategy, SingleStrategy

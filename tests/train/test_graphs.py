@@ -1,14 +1,15 @@
-"""gpucomm.train.graphs: the eager/graph switch, warm-up undo, static buffers and capture errors.
+"""gpucomm.train.graphs: --graphs is gpucomm.parallel's CUDA graphs with the comparison's optimizer.
 
-On CPU, :func:`graphs.capture` is replaced by a recorder whose ``replay()`` runs the recorded segment,
-so the whole graph path of ``single`` and ``replicated`` (static buffers, warm-up then restore, the
-collective between segments, averaging and zeroing inside the optimizer segment) runs and must give
-the eager losses *exactly* (fp32, same kernels).  The real capture is checked on a GPU.
+The graph machinery itself is tested in tests/parallel/test_graphs.py; the strategies' graph paths (with the
+capture replaced on CPU) in tests/train/strategies; here: the optimizer, the wrapper, errors that name
+--graphs, the real capture of both strategies on a GPU, and benchmarks/train_graphs.py.
 """
 
 import pytest
 import torch
 
+from gpucomm.parallel import GraphCaptureError, ReplicatedDataParallel
+from gpucomm.parallel import graphs as parallel_graphs
 from gpucomm.testing.markers import requires_gpus
 from gpucomm.train import graphs
 from gpucomm.train.compare import compare_runs
@@ -16,34 +17,11 @@ from gpucomm.train.config import TOLERANCES, TrainConfig
 from gpucomm.train.loop import run_strategy
 from gpucomm.train.models import Workload, load_workload
 from gpucomm.train.strategies import ReplicatedStrategy, SingleStrategy
-
-
-class _Recorded:
-    """A stand-in for a CUDA graph: ``replay()`` runs what capture recorded (and counts)."""
-
-    def __init__(self, fn, what):
-        self.fn, self.what, self.replays = fn, what, 0
-
-    def replay(self):
-        self.replays += 1
-        self.fn()
-
-
-@pytest.fixture
-def recorded(monkeypatch):
-    made = []
-
-    def capture(fn, *, device, stream, pool, what):
-        made.append(_Recorded(fn, what))
-        return made[-1]
-
-    monkeypatch.setattr(graphs, "capture", capture)
-    monkeypatch.setattr(graphs, "unavailable", lambda devices: None)
-    return made
+from gpucomm.train.strategies.base import make_optimizer
 
 
 def _cfg(**kw):
-    base = dict(strategies=("single", "replicated"), model="gpt-tiny", steps=4, warmup_steps=1, global_batch=8,
+    base = dict(strategies=("single", "replicated"), model="mlp", steps=4, warmup_steps=1, global_batch=8,
                 devices=["cpu", "cpu"], precision="fp32")
     return TrainConfig(**{**base, **kw})
 
@@ -53,35 +31,26 @@ def _run(cls, cfg, graphed, workload=None):
     return run_strategy(cls(cfg, cls.devices_needed(cfg)), workload or load_workload(cfg.model), cfg)
 
 
-@pytest.mark.parametrize("cls", [SingleStrategy, ReplicatedStrategy])
-@pytest.mark.parametrize("model", ["gpt-tiny", "mlp"])
-def test_graph_path_gives_the_eager_losses_exactly(recorded, cls, model):
-    cfg = _cfg(model=model)
-    eager, graphed = _run(cls, cfg, False), _run(cls, cfg, True)
-    assert graphed.losses == eager.losses  # warm-up was undone: step 0 starts from the same state
-    assert compare_runs(graphed, eager, 0.0).max_param_rel_diff == 0.0
-    assert graphed.problems == []
-    expected = ["replica 0 (cpu) step"] if cls is SingleStrategy else \
-        ["replica 0 (cpu) forward+backward", "replica 1 (cpu) forward+backward",
-         "replica 0 (cpu) optimizer step", "replica 1 (cpu) optimizer step"]
-    assert [g.what for g in recorded] == expected
-    assert all(g.replays == cfg.steps for g in recorded)  # one replay per step, nothing run eagerly after
+def test_capturable_optimizer_and_the_wrapper():
+    p = torch.nn.Parameter(torch.zeros(2))
+    assert isinstance(graphs.capturable_optimizer([p], torch.device("cpu"), "sgd", 0.1), torch.optim.SGD)
+    adamw = graphs.capturable_optimizer([p], torch.device("cpu"), "adamw", 0.1)
+    assert adamw.param_groups[0]["capturable"] is True
+    cfg = _cfg()
+    model = graphs.wrap(torch.nn.Linear(3, 2), cfg.devices, cfg, make_optimizer)
+    assert isinstance(model, ReplicatedDataParallel) and not model.graphs
+    assert isinstance(model.optimizer.optimizers[1], torch.optim.AdamW)
 
 
-def test_sgd_averaging_inside_the_optimizer_segment(recorded):
-    cfg = _cfg(model="mlp", optimizer="sgd", lr=0.5)  # SGD shows a wrong averaging factor at once
-    single, graphed = _run(SingleStrategy, cfg, False), _run(ReplicatedStrategy, cfg, True)
-    assert compare_runs(graphed, single, 1e-5).equal
-
-
-def test_graph_mode_reports_host_phases_and_no_threads(recorded):
+def test_strategies_on_cpu_say_graphs_need_cuda():
     cfg = _cfg()
     cfg.graphs = True
-    strategy = ReplicatedStrategy(cfg, cfg.devices)
-    assert strategy.use_threads is False
-    result = run_strategy(strategy, load_workload("gpt-tiny"), cfg)
-    assert set(result.host_phases_ms[0]) == {"load", "forward_backward", "all_reduce", "optimizer"}
-    assert strategy._hooks == []  # no overlap hooks: the all-reduce runs between the segments
+    for cls in (SingleStrategy, ReplicatedStrategy):
+        assert "CUDA graphs need CUDA devices, but got cpu" in cls.not_applicable(cfg)
+        with pytest.raises(GraphCaptureError, match="--graphs: CUDA graphs need CUDA devices.*run without --graphs"):
+            cls(cfg, cls.devices_needed(cfg)).prepare(load_workload("gpt-tiny"))
+    cfg.graphs = False
+    assert SingleStrategy.not_applicable(cfg) is None and ReplicatedStrategy.not_applicable(cfg) is None
 
 
 def _changing_shapes() -> Workload:
@@ -95,87 +64,12 @@ def _changing_shapes() -> Workload:
 
 
 @pytest.mark.parametrize("cls", [SingleStrategy, ReplicatedStrategy])
-def test_dynamic_shapes_are_refused_with_the_reason(recorded, cls):
-    cfg = _cfg(model="mlp")
-    with pytest.raises(graphs.GraphCaptureError, match=r"dynamic shapes: step 1's batch tensor 0 is \[\d+, 255\]"):
+def test_dynamic_shapes_are_refused_with_the_reason(monkeypatch, cls):
+    monkeypatch.setattr(parallel_graphs, "capture", lambda fn, **kw: type("G", (), {"replay": staticmethod(fn)}))
+    monkeypatch.setattr(parallel_graphs, "unavailable", lambda devices: None)
+    cfg = _cfg(optimizer="sgd")
+    with pytest.raises(GraphCaptureError, match=r"dynamic shapes: step 1's batch tensor 0 is \[\d+, 255\]"):
         _run(cls, cfg, True, workload=_changing_shapes())
-
-
-def test_warmup_must_make_the_optimizer_state_first():
-    with pytest.raises(ValueError, match="warmup: expected an integer >= 1"):
-        graphs.StepGraphs([], warmup=0)
-
-
-def test_static_batch_copies_and_checks_structure():
-    sb = graphs.StaticBatch((torch.zeros(2, 3), (torch.zeros(2), torch.zeros(2, dtype=torch.long))), torch.device("cpu"))
-    x = torch.randn(2, 3)
-    sb.load((x, (torch.ones(2), torch.ones(2, dtype=torch.long))), 5)
-    assert torch.equal(sb.inputs, x) and sb.inputs is not x
-    with pytest.raises(graphs.GraphCaptureError, match="step 7's batch has 2 tensor"):
-        sb.load((x, torch.ones(2)), 7)
-    with pytest.raises(graphs.GraphCaptureError, match="torch.float64"):
-        sb.load((x.double(), (torch.ones(2), torch.ones(2, dtype=torch.long))), 8)
-
-
-def test_strategies_on_cpu_say_graphs_need_cuda():
-    cfg = _cfg()
-    cfg.graphs = True
-    for cls in (SingleStrategy, ReplicatedStrategy):
-        assert "CUDA graphs need CUDA devices, but got cpu" in cls.not_applicable(cfg)
-        with pytest.raises(graphs.GraphCaptureError, match="need CUDA devices.*run without --graphs"):
-            cls(cfg, cls.devices_needed(cfg)).prepare(load_workload("gpt-tiny"))
-    cfg.graphs = False
-    assert SingleStrategy.not_applicable(cfg) is None and ReplicatedStrategy.not_applicable(cfg) is None
-
-
-def test_unavailable():
-    assert "but got cpu" in graphs.unavailable([torch.device("cpu"), torch.device("cpu")])
-    if not torch.cuda.is_available():
-        assert "does not have" in graphs.unavailable([torch.device("cuda:0")])
-
-
-def _raise_chain():
-    try:
-        raise RuntimeError("CUDA error: operation not permitted when stream is capturing\nCUDA kernel errors...")
-    except RuntimeError:
-        raise RuntimeError("CUDA error: operation failed due to a previous error during capture") from None
-
-
-def test_capture_reason_finds_the_host_sync_in_the_chain():
-    try:
-        try:
-            _raise_chain()
-        except RuntimeError as inner:
-            raise RuntimeError("capture_end failed") from inner
-    except RuntimeError as exc:
-        reason = graphs.capture_reason(exc)
-    assert reason.startswith("the step synchronises the host with the GPU (e.g. .item()")
-    assert "torch: CUDA error: operation not permitted when stream is capturing)" in reason
-    assert graphs.capture_reason(ValueError("odd")) == "capture failed with ValueError: odd"
-
-
-def test_capture_wraps_failures_and_names_the_segment():
-    with pytest.raises(graphs.GraphCaptureError, match=r"--graphs: replica 1 \(cuda:0\) step cannot be captured"):
-        if torch.cuda.is_available():
-            graphs.capture(lambda: torch.zeros(1, device="cuda").item(), device=torch.device("cuda:0"),
-                           stream=torch.cuda.Stream(), pool=None, what="replica 1 (cuda:0) step")
-        else:
-            graphs.capture(lambda: None, device=torch.device("cuda:0"), stream=None, pool=None,
-                           what="replica 1 (cuda:0) step")
-
-
-def test_restore_resets_adamw_to_its_initial_state():
-    model = torch.nn.Linear(3, 2)
-    opt = torch.optim.AdamW(model.parameters(), lr=0.1)
-    before = {k: v.clone() for k, v in model.state_dict().items()}
-    snap = graphs._Snapshot([model], [opt])
-    model(torch.randn(4, 3)).sum().backward()
-    opt.step()
-    snap.restore()
-    assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())
-    for state in opt.state.values():
-        assert float(state["step"]) == 0.0
-        assert not state["exp_avg"].any() and not state["exp_avg_sq"].any()
 
 
 # ----- on a GPU: real capture ---------------------------------------------------------------------------
@@ -227,7 +121,7 @@ def test_gpu_host_sync_in_forward_is_named():
     cfg = _gpu_cfg(model="mlp", precision="fp32")
     eager = _run(SingleStrategy, cfg, False, workload)  # the eager run stands (compare runs it first)
     assert len(eager.losses) == cfg.steps
-    with pytest.raises(graphs.GraphCaptureError, match="synchronises the host"):
+    with pytest.raises(GraphCaptureError, match="synchronises the host"):
         _run(SingleStrategy, cfg, True, workload)
 
 

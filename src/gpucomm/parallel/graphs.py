@@ -71,7 +71,7 @@ __all__ = [
 WARMUP_ITERATIONS = 3
 """Eager iterations before capture (torch's whole-network example uses 3)."""
 
-_FIX = "or build the wrapper with graphs=False (eager)"
+_FIX = "or run eagerly (graphs=False)"
 
 
 class GraphCaptureError(RuntimeError):

@@ -217,10 +217,24 @@ class GradientReducer:
         self._detached = unused
 
     def reduce_all(self) -> None:
-        """Every bucket's collectives, in order, on the current streams; sums only (graphs divide later)."""
+        """Every bucket's collectives, in order, on the current streams; sums only (graphs divide later).
+        Timed like the overlapped launches when ``record_comm_time`` (CUDA events on the first device's
+        current stream; host time on CPU)."""
+        timed = self.record_comm_time
+        if timed and self._cuda:
+            stream = torch.cuda.current_stream(self.distinct[0])
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record(stream)
+        t0 = time.perf_counter()
         for reducer in self._reducers:
             for call in reducer:
                 call()
+        if timed:
+            if self._cuda:
+                end.record(stream)
+                self._comm.append([(start, end)])
+            else:
+                self._comm.append((time.perf_counter() - t0) * 1e3)
 
     @contextlib.contextmanager
     def _on_comm_streams(self) -> Iterator[None]:

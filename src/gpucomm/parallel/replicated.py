@@ -230,7 +230,8 @@ class ReplicatedDataParallel:
     # ----- instrumentation --------------------------------------------------------------------------
     def host_phase(self, name: str) -> contextlib.AbstractContextManager:
         """A context manager around each host phase of a step ("forward", "loss", "backward", "all_reduce",
-        "optimizer"; with graphs "load", "forward_backward", "all_reduce", "optimizer"): none by default.
+        "optimizer"; with graphs "load", "forward_backward", "all_reduce", "optimizer", or for one replica "load",
+        "replay"): none by default.
         Assign a function to time them (``gpucomm train`` does); it may be called from replica threads."""
         return _NULL
 
@@ -351,8 +352,9 @@ class ReplicatedDataParallel:
                 raise RuntimeError("optimizer.step(): with graphs=True the optimizer step is part of the captured "
                                    "step; call train_step(inputs, targets, loss_fn=...) instead")
             g = self._step_graphs
+            phase = "optimizer" if g.phases > 1 else "replay"  # one replica: the whole step is one graph
             for r in range(len(self.replicas)):
-                with self.host_phase("optimizer"):
+                with self.host_phase(phase):
                     g.replay(g.phases - 1, replica=r)
             return
         if self._reducer is not None and not self._reducer.any_grad():
@@ -386,14 +388,7 @@ class ReplicatedDataParallel:
         recipe).  With ``graphs=True`` the first call captures the step and every call replays it: the batch's
         shapes, ``loss_fn``, ``max_norm``, ``reduction`` and the autocast state must then stay the same.
         """
-        check_callable(loss_fn, "loss_fn", "torch.nn.functional.cross_entropy")
-        check_positive(max_norm, "max_norm", optional=True)
-        if reduction not in REDUCTIONS:
-            raise fail_value("reduction", f"one of {list(REDUCTIONS)}", repr(reduction),
-                             "say how loss_fn reduces over samples")
-        if not torch.is_grad_enabled():
-            raise RuntimeError("train_step: gradients are disabled here (torch.no_grad or inference_mode); call it "
-                               "outside, or use model(...) for inference")
+        self._check_step(loss_fn, max_norm, reduction)
         if self.graphs:
             return self._graph_step(inputs, targets, loss_fn, max_norm, reduction)
         state = CallerState.capture()
@@ -416,14 +411,36 @@ class ReplicatedDataParallel:
                 self.optimizer.zero_grad()
         return loss.detach()
 
-    def _graph_step(self, inputs: Any, targets: Any, loss_fn: Callable[..., Any], max_norm: float | None,
-                    reduction: str) -> torch.Tensor:
+    def capture(self, inputs: Any, targets: Any = None, *, loss_fn: Callable[..., torch.Tensor],
+                max_norm: float | None = None, reduction: str = "mean") -> None:
+        """With ``graphs=True``: warm up and capture the step of :meth:`train_step` now, on this batch, leaving
+        no trace (the warm-up is undone), so that the first ``train_step`` is already a replay.  Call it under
+        the autocast ``train_step`` will run in.  (``train_step`` captures by itself when this was not called.)
+        """
+        self._check_step(loss_fn, max_norm, reduction)
+        if not self.graphs:
+            raise RuntimeError("capture: there is nothing to capture with graphs=False; build the wrapper with "
+                               "graphs=True (CUDA devices, a capturable optimizer)")
+        self._graph_batch(inputs, targets, loss_fn, max_norm, reduction)
+
+    def _check_step(self, loss_fn: Any, max_norm: Any, reduction: Any) -> None:
+        check_callable(loss_fn, "loss_fn", "torch.nn.functional.cross_entropy")
+        check_positive(max_norm, "max_norm", optional=True)
+        if reduction not in REDUCTIONS:
+            raise fail_value("reduction", f"one of {list(REDUCTIONS)}", repr(reduction),
+                             "say how loss_fn reduces over samples")
+        if not torch.is_grad_enabled():
+            raise RuntimeError("train_step: gradients are disabled here (torch.no_grad or inference_mode); call it "
+                               "outside, or use model(...) for inference")
+
+    def _graph_batch(self, inputs: Any, targets: Any, loss_fn: Callable[..., Any], max_norm: float | None,
+                     reduction: str) -> tuple[list[int], list[tuple[Any, Any]]]:
+        """Split the batch; capture on it if nothing is captured yet, else check that the step is the same."""
         n = len(self.replicas)
-        state = CallerState.capture()
         sizes, in_shards = split(inputs, n, "inputs")
         t_shards = [None] * n if targets is None else split_like(targets, sizes) if n > 1 else [targets]
         shards = list(zip(in_shards, t_shards, strict=True))
-        key = (loss_fn, max_norm, reduction, state)
+        key = (loss_fn, max_norm, reduction, CallerState.capture())
         if self._step_graphs is None:
             self._capture(key, sizes, shards)
         elif key != self._graph_key:
@@ -431,11 +448,16 @@ class ReplicatedDataParallel:
             changed = [w for w, a, b in zip(what, key, self._graph_key, strict=True) if a != b]
             raise ValueError(f"train_step: expected the {', '.join(changed)} the CUDA graph was captured with, but "
                              f"got another; a graph replays what it captured: keep them fixed, or use graphs=False")
+        return sizes, shards
+
+    def _graph_step(self, inputs: Any, targets: Any, loss_fn: Callable[..., Any], max_norm: float | None,
+                    reduction: str) -> torch.Tensor:
+        sizes, shards = self._graph_batch(inputs, targets, loss_fn, max_norm, reduction)
         g = self._step_graphs
         with self.host_phase("load"):
             g.load(shards, self._graph_steps)
         if g.phases == 3:
-            for r in range(n):
+            for r in range(len(self.replicas)):
                 with self.host_phase("forward_backward"):
                     g.replay(0, replica=r)
             with self.host_phase("all_reduce"):

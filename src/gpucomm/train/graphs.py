@@ -1,431 +1,62 @@
-"""CUDA graphs for a training step (``gpucomm train --graphs``, for ``single`` and ``replicated``).
+"""``gpucomm train --graphs``: :mod:`gpucomm.parallel`'s CUDA graphs, with the comparison's optimizer.
 
-**Why.**  One Python process that drives several GPUs must launch every kernel of every replica.
-Eager, a GPT-124M step (16x1024, bf16) costs about 20 ms of host time against 44 ms of GPU time on an
-H200, so one process keeps about two GPUs busy.  A step captured in a CUDA graph is replayed with one
-launch, and its host cost no longer grows with the kernel count.
-
-**Which mechanism, and why.**  Plain CUDA graphs (``torch.cuda.CUDAGraph`` captured with
-``torch.cuda.graph``), not ``torch.compile(mode="reduce-overhead")`` and not
-``torch.cuda.make_graphed_callables``:
-
-* no compiler: plain capture works on torch 2.4+ with no Triton/Inductor, costs no compile time, and
-  replays the *same kernels* as the eager step, so graph losses compare with eager ones directly;
-* the whole step is captured, the optimizer included (fused AdamW with ``capturable=True``: its step
-  counter lives on the device), where ``make_graphed_callables`` graphs forward and backward only and
-  leaves the loss and the optimizer to eager launches;
-* we own the static buffers (the batch, the loss, the gradient buckets) and the capture points, which
-  ``replicated`` needs: its gradient all-reduce sits between two captured segments (below).
-
-**How** (:class:`StepGraphs`):
-
-1. *warm up*: the exact step runs eagerly ``warmup`` times on step 0's batch on a side stream, as
-   torch's documentation prescribes (cuBLAS workspaces, autograd's lazy state and the optimizer's
-   state are made outside the capture);
-2. *restore*: parameters, buffers and optimizer state are written back in place (same addresses), so
-   the graphed run trains from the same initial state as the eager one — warm-up leaves no trace in
-   the trajectory, and step 0 is a replay like every other;
-3. *capture*: each replica's step is captured on its own device, on a capture stream of that device,
-   into a memory pool shared by the graphs of that device (they replay one after another, in capture
-   order, so they may share memory);
-4. *replay*: step ``s`` copies its shard into the static input buffers and replays; the loss is read
-   from the static loss tensor on the device (never synchronised by the step).
-
-**Gradient all-reduce: issued between captured segments, not captured.**  ``replicated`` captures, per
-replica, a forward+backward graph (gradients land in the replica's flat gradient buffer) and an optimizer
-graph (average the buffer, fused AdamW step, zero it); between them the host calls ONE *prepared*
-all-reduce over the replicas' flat buffers (one per dtype; checked once in ``prepare``).  Reasons: a
-CUDA graph is captured on one device's stream, while the collective spans every replica's device and,
-in the hybrid form, other processes (over gloo it is not even GPU work); the prepared calls keep the
-host cost per bucket small and work for every Communicator.  The price: in graph mode the all-reduce
-no longer overlaps backward.  ``single`` needs no collective and captures its whole step in one graph.
-
-**What cannot be captured** raises :class:`GraphCaptureError` naming the reason: a step that
-synchronises with the host (``.item()``, ``.cpu()``, ``print(tensor)``, data-dependent shapes such as
-``nonzero()`` or boolean-mask indexing), CPU devices, or a batch whose shape differs from the one
-captured (dynamic shapes).  The eager run of the same strategy is unaffected.
+``single`` and ``replicated`` train through :class:`gpucomm.parallel.ReplicatedDataParallel` (one device for
+``single --graphs``); the capture, the static buffers, the warm-up that leaves no trace and the all-reduce
+between captured segments are the library's (:mod:`gpucomm.parallel.graphs` says how and why).  This module
+holds what the comparison adds: its optimizer in the form a graph can capture, and capturing before the
+timed steps, with errors that name ``--graphs``.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
-from torch import nn
 
-__all__ = [
-    "GraphCaptureError",
-    "ReplicaStep",
-    "StaticBatch",
-    "StepGraphs",
-    "capturable_optimizer",
-    "capture",
-    "capture_reason",
-    "graph_autocast",
-    "unavailable",
-]
+from gpucomm.parallel import GraphCaptureError, ReplicatedDataParallel
+from gpucomm.train.config import TrainConfig
+from gpucomm.train.models import Workload
 
-WARMUP_ITERATIONS = 3
-"""Eager iterations before capture (torch's whole-network example uses 3)."""
+EagerOptimizer = Callable[[Any, torch.device, TrainConfig], torch.optim.Optimizer]
 
-
-class GraphCaptureError(RuntimeError):
-    """A step that cannot be captured in (or replayed from) a CUDA graph; the message names the reason."""
-
-
-def unavailable(devices: Sequence[torch.device]) -> str | None:
-    """Why CUDA graphs cannot run on ``devices``, or None when they can."""
-    others = [str(d) for d in devices if d.type != "cuda"]
-    if others:
-        return f"CUDA graphs need CUDA devices, but got {', '.join(dict.fromkeys(others))}"
-    if not torch.cuda.is_available():
-        return "CUDA graphs need CUDA, which this torch build or machine does not have"
-    return None
-
-
-def graph_autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
-    """bf16 autocast for "bf16-autocast" on CUDA, with the cast cache off; a no-op context otherwise.
-
-    The weight-cast cache must be off under capture (torch's CUDA-graph notes): cached casts would be
-    made once, at capture, from the graph's pool.  With it off every replay casts again, as every eager
-    step does after its autocast region is left; the values are the same.
-    """
-    if precision == "bf16-autocast" and device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False)
-    return contextlib.nullcontext()
+__all__ = ["capturable_optimizer", "capture_first", "wrap"]
 
 
 def capturable_optimizer(params: Any, device: torch.device, optimizer: str, lr: float) -> torch.optim.Optimizer:
-    """The optimizer of a graphed step: AdamW fused and ``capturable`` on CUDA (its step count stays on the
-    device, so the bias correction needs no host value), or plain SGD (stateless, capturable as is).
-
-    On CPU (only where tests replace :func:`capture`) AdamW is torch's default implementation.
-    """
+    """The optimizer of a graphed step: AdamW, fused on CUDA and ``capturable`` (its step count stays on the
+    device, so the bias correction needs no host value), or plain SGD (stateless, capturable as is)."""
     if optimizer == "sgd":
         return torch.optim.SGD(params, lr=lr)
-    if device.type == "cuda":
-        return torch.optim.AdamW(params, lr=lr, fused=True, capturable=True)
-    return torch.optim.AdamW(params, lr=lr)
+    return torch.optim.AdamW(params, lr=lr, fused=device.type == "cuda", capturable=True)
 
 
-# ----- static inputs ---------------------------------------------------------------------------------
-def _leaves(x: Any) -> list[torch.Tensor]:
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, tuple | list):
-        return [t for v in x for t in _leaves(v)]
-    return []
+def _factory(config: TrainConfig, device: torch.device, eager: EagerOptimizer, params: Any) -> torch.optim.Optimizer:
+    if config.graphs:
+        return capturable_optimizer(params, device, config.optimizer, config.lr)
+    return eager(params, device, config)
 
 
-def _static_copy(x: Any, device: torch.device) -> Any:
-    if isinstance(x, torch.Tensor):
-        return torch.empty_like(x, device=device).copy_(x)
-    if isinstance(x, tuple | list):
-        return type(x)(_static_copy(v, device) for v in x)
-    return x
+def wrap(model: torch.nn.Module, devices: list[torch.device], config: TrainConfig, eager: EagerOptimizer,
+         **kwargs: Any) -> ReplicatedDataParallel:
+    """``model`` (on ``devices[0]``) as the comparison trains it: per replica ``eager(params, device, config)``
+    (the strategies' ``make_optimizer``), or with ``config.graphs`` its capturable form."""
+    return ReplicatedDataParallel(model, devices, partial(_factory, config, devices[0], eager),
+                                  graphs=bool(config.graphs), **kwargs)
 
 
-class StaticBatch:
-    """One replica's ``(inputs, targets)`` in fixed device buffers: what a captured graph reads.
-
-    Args:
-        example: a shard with the shapes every step will have (tensors, or tuples/lists of them).
-        device: the replica's device.
-    """
-
-    def __init__(self, example: tuple[Any, Any], device: torch.device) -> None:
-        self.data = _static_copy(tuple(example), device)
-        self._buffers = _leaves(self.data)
-
-    @property
-    def inputs(self) -> Any:
-        return self.data[0]
-
-    @property
-    def targets(self) -> Any:
-        return self.data[1]
-
-    def load(self, shard: tuple[Any, Any], step: int) -> None:
-        """Copy ``shard`` into the buffers (asynchronously from pinned or device memory).
-
-        Raises:
-            GraphCaptureError: the shard's structure, shapes or dtypes differ from the captured ones.
-        """
-        new = _leaves(tuple(shard))
-        if len(new) != len(self._buffers):
-            raise GraphCaptureError(f"dynamic inputs: step {step}'s batch has {len(new)} tensor(s), the graph "
-                                    f"was captured with {len(self._buffers)}; run without --graphs")
-        for i, (dst, src) in enumerate(zip(self._buffers, new, strict=True)):
-            if dst.shape != src.shape or dst.dtype != src.dtype:
-                raise GraphCaptureError(
-                    f"dynamic shapes: step {step}'s batch tensor {i} is {list(src.shape)} {src.dtype}, but the "
-                    f"graph was captured with {list(dst.shape)} {dst.dtype}; a CUDA graph replays fixed shapes: "
-                    f"give every step the same shapes (pad), or run without --graphs")
-            dst.copy_(src, non_blocking=True)
-
-
-# ----- capture -----------------------------------------------------------------------------------------
-_REASONS: tuple[tuple[str, str], ...] = (
-    ("operation not permitted when stream is capturing",
-     "the step synchronises the host with the GPU (e.g. .item(), .cpu(), print(tensor), or a data-dependent "
-     "shape such as nonzero() or boolean-mask indexing), which a CUDA graph cannot contain"),
-    ("operation would make the legacy stream depend on a capturing blocking stream",
-     "the step uses the legacy default stream (e.g. a synchronous copy or a cudaMemcpy from the host), "
-     "which a CUDA graph cannot contain"),
-    ("current_seed during CUDA graph capture",
-     "the step reads the random seed on the host during capture"),
-    ("operation not supported when stream is capturing",
-     "the step calls a CUDA operation that stream capture does not support"),
-    ("capture_invalidated", "the capture was invalidated by an operation outside the graph's stream"),
-    ("StreamCaptureInvalidated", "the capture was invalidated by an operation outside the graph's stream"),
-)
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [exc]
-    while todo:
-        e = todo.pop(0)
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        yield e
-        todo.extend((e.__cause__, e.__context__))
-
-
-def capture_reason(exc: BaseException) -> str:
-    """Why a capture failed, in words, from ``exc`` and the exceptions it was raised from or during.
-
-    The most specific known cause anywhere in the chain wins (torch's ``capture_end`` often replaces the
-    first error with a generic "capture invalidated" one); torch's own first line is kept after it.
-    """
-    errors = list(_chain(exc))
-    for pattern, reason in _REASONS:
-        for e in errors:
-            if pattern.lower() in str(e).lower():
-                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                return f"{reason} (torch: {first})"
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"capture failed with {type(exc).__name__}: {first}"
-
-
-def capture(fn: Callable[[], None], *, device: torch.device, stream: Any, pool: Any, what: str) -> Any:
-    """Capture ``fn()`` on ``device`` (on ``stream``, into ``pool``) and return the graph (``.replay()``).
-
-    ``fn`` is recorded, not run: its kernels run at the first replay.
+def capture_first(model: ReplicatedDataParallel, workload: Workload, batch: tuple[Any, Any],
+                  autocast: contextlib.AbstractContextManager) -> None:
+    """Capture the graphed step on ``batch`` now, under ``autocast`` (the steps' own), so that no timed step
+    captures (the warm-up leaves no trace).
 
     Raises:
-        GraphCaptureError: ``fn`` cannot be captured; the message names ``what`` and the reason.
+        GraphCaptureError: the step cannot be captured; the message starts with ``--graphs``.
     """
     try:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.device(device), torch.cuda.graph(graph, pool=pool, stream=stream):
-            fn()
-    except Exception as exc:
-        raise GraphCaptureError(f"--graphs: {what} cannot be captured: {capture_reason(exc)}; "
-                                f"run without --graphs (the eager run is unaffected)") from exc
-    return graph
-
-
-# ----- one replica's step ------------------------------------------------------------------------------
-class ReplicaStep:
-    """One replica's step on static buffers, in the two segments that are warmed up, captured and replayed.
-
-    Args:
-        model: the replica.
-        optimizer: its optimizer (:func:`capturable_optimizer`).
-        loss_of: ``(model, inputs, targets) -> scalar loss`` (the strategy's forward and loss).
-        device: the replica's device.
-        precision: "bf16-autocast" or "fp32".
-        example: a shard with every step's shapes (step 0's, in practice).
-        grads: the flat gradient buffers the parameters' ``.grad`` are views of (replicated's buckets),
-            or None: gradients are then set to None before backward, which allocates them (in the
-            graph's pool when captured) and overwrites them on every replay.
-        average: divide ``grads`` by this before the optimizer step (the all-reduce sums).
-    """
-
-    def __init__(self, *, model: nn.Module, optimizer: torch.optim.Optimizer,
-                 loss_of: Callable[[nn.Module, Any, Any], torch.Tensor], device: torch.device, precision: str,
-                 example: tuple[Any, Any], grads: list[torch.Tensor] | None = None, average: int = 1) -> None:
-        self.model, self.optimizer, self.loss_of = model, optimizer, loss_of
-        self.device, self.precision = device, precision
-        self.batch = StaticBatch(example, device)
-        self.grads, self.average = grads, average
-        self.loss: torch.Tensor | None = None
-        """The last step's loss (a detached device scalar; overwritten by the next replay)."""
-
-    def forward_backward(self) -> None:
-        if self.grads is None:
-            self.optimizer.zero_grad(set_to_none=True)
-        with graph_autocast(self.device, self.precision):
-            loss = self.loss_of(self.model, self.batch.inputs, self.batch.targets)
-        loss.backward()
-        self.loss = loss.detach()
-
-    def optimizer_step(self) -> None:
-        if self.grads and self.average != 1:
-            torch._foreach_div_(self.grads, self.average)
-        self.optimizer.step()
-        if self.grads:
-            torch._foreach_zero_(self.grads)
-
-    def whole(self) -> None:
-        self.forward_backward()
-        self.optimizer_step()
-
-
-class _Snapshot:
-    """Parameters, buffers and optimizer state, saved so that warm-up can be undone in place."""
-
-    def __init__(self, modules: Sequence[nn.Module], optimizers: Sequence[torch.optim.Optimizer]) -> None:
-        self._saved = [(t, t.detach().clone()) for m in modules for t in m.state_dict().values()
-                       if isinstance(t, torch.Tensor)]
-        self._optimizers = list(optimizers)
-
-    @torch.no_grad()
-    def restore(self) -> None:
-        """Copy the saved values back (same storage), and reset optimizer state to its initial value.
-
-        The optimizers' state is zeroed in place: for AdamW that *is* its initial state (step 0, zero
-        moments), and plain SGD has none; the tensors keep their addresses, which the graphs will read.
-        """
-        for live, saved in self._saved:
-            live.copy_(saved)
-        for opt in self._optimizers:
-            for state in opt.state.values():
-                for key, value in state.items():
-                    if isinstance(value, torch.Tensor):
-                        value.zero_()
-                    elif isinstance(value, int | float):
-                        state[key] = type(value)(0)
-
-
-class StepGraphs:
-    """The graphed steps of a strategy's replicas, with an optional host-side collective in between.
-
-    Args:
-        replicas: one :class:`ReplicaStep` per replica.
-        between: called between all replicas' forward+backward and all their optimizer steps (the
-            gradient all-reduce), or None: then each replica's whole step is one graph.
-        capture_fn: the capture function (:func:`capture`; tests substitute one that records ``fn``
-            and runs it at each replay, so that the logic runs on CPU).
-        warmup: eager iterations before capture (at least 1: the optimizer makes its state in its first
-            step, from host values, which a capture cannot contain).
-    """
-
-    def __init__(self, replicas: Sequence[ReplicaStep], *, between: Callable[[], None] | None = None,
-                 capture_fn: Callable[..., Any] = capture, warmup: int = WARMUP_ITERATIONS) -> None:
-        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
-            raise ValueError(f"warmup: expected an integer >= 1 (the optimizer's state is made in its first "
-                             f"step), but got {warmup!r}")
-        self.replicas = list(replicas)
-        self.between = between
-        self._capture = capture_fn
-        self.warmup = warmup
-        self.graphs: list[list[Any]] = []
-
-    def _segments(self) -> list[list[Callable[[], None]]]:
-        """The step as phases of per-replica calls, with ``between`` as a phase of its own."""
-        if self.between is None:
-            return [[r.whole for r in self.replicas]]
-        return [[r.forward_backward for r in self.replicas], [self.between],
-                [r.optimizer_step for r in self.replicas]]
-
-    def _devices(self) -> list[torch.device]:
-        return list(dict.fromkeys(r.device for r in self.replicas))
-
-    @contextlib.contextmanager
-    def _side_streams(self) -> Iterator[None]:
-        """Each CUDA device's current stream becomes a fresh side stream (waiting for the old one)."""
-        cuda = [d for d in self._devices() if d.type == "cuda"]
-        if not cuda:
-            yield
-            return
-        streams = {d: torch.cuda.Stream(d) for d in cuda}
-        with contextlib.ExitStack() as stack:
-            for d, s in streams.items():
-                s.wait_stream(torch.cuda.current_stream(d))
-                stack.enter_context(torch.cuda.stream(s))
-            yield
-        for d, s in streams.items():
-            torch.cuda.current_stream(d).wait_stream(s)
-
-    def prepare(self, example_shards: Sequence[tuple[Any, Any]]) -> None:
-        """Warm up on ``example_shards`` (one per replica), undo the warm-up, and capture.
-
-        Raises:
-            GraphCaptureError: a segment cannot be captured (the message names the replica and why).
-        """
-        snapshot = _Snapshot([r.model for r in self.replicas], [r.optimizer for r in self.replicas])
-        segments = self._segments()
-        for r, shard in zip(self.replicas, example_shards, strict=True):
-            r.batch.load(shard, 0)
-        with self._side_streams():
-            for _ in range(self.warmup):
-                for phase in segments:
-                    for r, call in self._per_replica(phase):
-                        with _on(r.device if r is not None else None):
-                            call()
-        snapshot.restore()  # bucket gradients need nothing: every optimizer segment ends by zeroing them
-        self.graphs = [self._capture_phase(phase, i) for i, phase in enumerate(segments)]
-
-    def _per_replica(self, phase: list[Callable[[], None]]) -> list[tuple[ReplicaStep | None, Callable[[], None]]]:
-        if len(phase) == 1 and phase[0] is self.between:
-            return [(None, phase[0])]
-        return list(zip(self.replicas, phase, strict=True))
-
-    def _capture_phase(self, phase: list[Callable[[], None]], index: int) -> list[Any]:
-        if len(phase) == 1 and phase[0] is self.between:
-            return []  # the collective is issued from the host at every step (see the module notes)
-        names = {0: "forward+backward", 2: "optimizer step"} if self.between is not None else {0: "step"}
-        pools = {d: torch.cuda.graph_pool_handle() if d.type == "cuda" else None for d in self._devices()}
-        streams = {d: torch.cuda.Stream(d) if d.type == "cuda" else None for d in self._devices()}
-        graphs = []
-        for i, (r, call) in enumerate(self._per_replica(phase)):
-            what = f"replica {i} ({r.device}) {names[index]}"
-            graphs.append(self._capture(call, device=r.device, stream=streams[r.device], pool=pools[r.device],
-                                        what=what))
-        return graphs
-
-    def load(self, shards: Sequence[tuple[Any, Any]], step: int) -> None:
-        """Copy step ``step``'s shards into the replicas' static buffers."""
-        for r, shard in zip(self.replicas, shards, strict=True):
-            with _on(r.device):
-                r.batch.load(shard, step)
-
-    def replay(self, phase: int, replica: int | None = None) -> None:
-        """Replay phase ``phase`` for every replica, or for ``replica`` alone (the collective phase calls
-        ``between``, once, whatever ``replica`` says).
-
-        Per replica, so that a caller may time (or, in a benchmark, start from an idle device) each
-        replica's launch on its own; the replicas of a phase must all be replayed before the next phase.
-        """
-        graphs = self.graphs[phase]
-        if not graphs:
-            if replica is None or replica == 0:
-                self.between()
-            return
-        pairs = list(zip(self.replicas, graphs, strict=True))
-        for r, g in (pairs if replica is None else [pairs[replica]]):
-            with _on(r.device):
-                g.replay()
-
-    @property
-    def phases(self) -> int:
-        return len(self.graphs)
-
-    def losses(self) -> list[torch.Tensor]:
-        """Each replica's loss of the last replayed step (device scalars in the static buffers)."""
-        return [r.loss for r in self.replicas]
-
-
-@contextlib.contextmanager
-def _on(device: torch.device | None) -> Iterator[None]:
-    """Make ``device`` current for CUDA calls inside the block (no-op for CPU or None)."""
-    if device is not None and device.type == "cuda":
-        with torch.cuda.device(device):
-            yield
-    else:
-        yield
+        with autocast:
+            model.capture(batch[0], batch[1], loss_fn=workload.loss_fn)
+    except GraphCaptureError as exc:
+        raise GraphCaptureError(f"--graphs: {exc}") from exc

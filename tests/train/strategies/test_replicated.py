@@ -1,10 +1,12 @@
-"""``replicated`` on a Communicator: one process (LocalCommunicator), processes (ProcessGroupCommunicator)
-and the hybrid (2 processes x 2 devices, gloo), each equal to ``single`` and with bit-identical replicas."""
+"""``replicated`` (gpucomm.parallel.ReplicatedDataParallel, measured): one process (LocalCommunicator), processes
+(ProcessGroupCommunicator) and the hybrid (2 processes x 2 devices, gloo), each equal to ``single`` and with
+bit-identical replicas.  The library's own tests are in tests/parallel; these check the strategy's use of it."""
 
 import pytest
 import torch
 
 from gpucomm.communicator import LocalCommunicator
+from gpucomm.parallel.reducer import GradientReducer
 from gpucomm.testing import check_ranks, spawn
 from gpucomm.testing.markers import requires_gpus
 from gpucomm.train.compare import compare_runs
@@ -29,12 +31,14 @@ def single():
     return {m: _run(SingleStrategy, _cfg(model=m)) for m in ("gpt-tiny", "mlp")}
 
 
-@pytest.mark.parametrize("model", ["gpt-tiny", "mlp"])
-@pytest.mark.parametrize("threads", [True, False])
+@pytest.mark.parametrize("model, threads", [("gpt-tiny", True), ("mlp", False)])
 def test_local_form_equals_single(single, model, threads):
     run = _run(ReplicatedStrategy, _cfg(model=model), threads=threads)
     assert compare_runs(run, single[model], 1e-5).equal
     assert run.problems == []
+    assert run.comm_ms is not None and len(run.comm_ms) == 3  # CPU: host time inside the all-reduces, per step
+    phases = run.host_phases_ms[0]
+    assert {"forward", "loss", "backward", "all_reduce", "optimizer"} <= set(phases)
 
 
 def test_given_local_communicator_is_used_and_buckets_prepared_once():
@@ -48,93 +52,59 @@ def test_given_local_communicator_is_used_and_buckets_prepared_once():
     cfg = _cfg(bucket_cap_mb=0.01, first_bucket_mb=0.001)
     strategy = ReplicatedStrategy(cfg, cfg.devices, communicator=Counting(cfg.devices))
     run = run_strategy(strategy, load_workload("gpt-tiny"), cfg)
-    assert len(strategy.buckets) > 5
-    assert calls == ["all_reduce"] * len(strategy.buckets)  # once per bucket, in prepare, never per step
+    buckets = strategy.model._reducer.buckets
+    assert len(buckets) > 5
+    assert calls == ["all_reduce"] * len(buckets)  # once per bucket, at construction, never per step
     assert run.problems == []
 
 
-def test_graph_mode_reduces_one_flat_buffer_per_step(monkeypatch, single):
-    """With graphs the gradients are one flat buffer per replica and a step runs ONE prepared all-reduce."""
-    from gpucomm.train import graphs
+def test_checks_catch_broken_reductions(single, monkeypatch):
+    cfg = _cfg(model="mlp", optimizer="sgd", lr=0.5)
+    plain = _run(SingleStrategy, cfg)
+    assert compare_runs(_run(ReplicatedStrategy, cfg), plain, 1e-5).equal
+    real = GradientReducer._launch
 
-    class _Recorded:
-        def __init__(self, fn):
-            self.fn = fn
+    def no_average(self, bucket):  # broken on purpose: sums without dividing by the replica count
+        n, self.n_total = self.n_total, 1
+        real(self, bucket)
+        self.n_total = n
+
+    monkeypatch.setattr(GradientReducer, "_launch", no_average)
+    wrong = _run(ReplicatedStrategy, cfg)
+    assert not compare_runs(wrong, plain, 1e-5).equal and wrong.problems == []  # replicas agree, but wrongly
+    monkeypatch.setattr(GradientReducer, "_launch", lambda self, bucket: None)  # every replica on its own shard
+    missing = _run(ReplicatedStrategy, _cfg())
+    assert "differs from replica 0" in missing.problems[0]
+
+
+def test_graph_path_on_cpu_gives_the_eager_losses_exactly(monkeypatch):
+    """The CUDA-graph path with capture replaced by a recorder that runs what it recorded (SGD: capturable on
+    CPU): the strategy captures before the first step and replays after, with the eager step's results."""
+    from gpucomm.parallel import graphs
+
+    made = []
+
+    class Recorded:
+        def __init__(self, fn, what):
+            self.fn, self.what = fn, what
 
         def replay(self):
             self.fn()
 
-    monkeypatch.setattr(graphs, "capture", lambda fn, **kw: _Recorded(fn))
+    monkeypatch.setattr(graphs, "capture", lambda fn, **kw: made.append(Recorded(fn, kw["what"])) or made[-1])
     monkeypatch.setattr(graphs, "unavailable", lambda devices: None)
-    prepared, runs = [], []
-
-    class Counting(LocalCommunicator):
-        def prepare(self, op, /, tensors, *args, **kwargs):
-            prepared.append(op)
-            inner = super().prepare(op, tensors, *args, **kwargs)
-            return lambda: (runs.append(op), inner())[1]
-
-    cfg = _cfg(bucket_cap_mb=0.01, first_bucket_mb=0.001)  # small caps: ignored with graphs
-    cfg.graphs = True  # after validation, which refuses graphs on CPU (the capture is replaced above)
-    strategy = ReplicatedStrategy(cfg, cfg.devices, communicator=Counting(cfg.devices))
-    run = run_strategy(strategy, load_workload("gpt-tiny"), cfg)
-    params = list(strategy.replicas[0].parameters())
-    assert len(strategy.buckets) == 1 and sorted(strategy.buckets[0]) == list(range(len(params)))
-    for model, (flat,) in zip(strategy.replicas, strategy._buffers, strict=True):
-        assert all(p.grad.untyped_storage().data_ptr() == flat.untyped_storage().data_ptr()
-                   for p in model.parameters())
-    assert prepared == ["all_reduce"]
-    warmup = graphs.WARMUP_ITERATIONS
-    assert len(runs) == cfg.steps + warmup  # one per step (warm-up steps included) and per capture warm-up
-    assert compare_runs(run, single["gpt-tiny"], 1e-5).equal
-    assert run.problems == []
-
-
-def test_buckets_launch_in_order_from_the_hooks():
-    cfg = _cfg(bucket_cap_mb=0.01, first_bucket_mb=0.001, steps=2, warmup_steps=0)
-    strategy = ReplicatedStrategy(cfg, cfg.devices, threads=True)
-    order: list[int] = []
-    real = ReplicatedStrategy._launch
-
-    def launch(self, bucket):
-        order.append(bucket)
-        real(self, bucket)
-
-    strategy._launch = launch.__get__(strategy)
-    late = []
-    real_finish = ReplicatedStrategy._finish_comm
-    strategy._finish_comm = (lambda self: (late.append(len(self.buckets) - sum(self._launched)),
-                                           real_finish(self))[1]).__get__(strategy)
-    run_strategy(strategy, load_workload("gpt-tiny"), cfg)
-    n = len(strategy.buckets)
-    assert order == list(range(n)) * 2  # every step, every bucket once, in bucket order
-    assert late == [0, 0]  # all launched from gradient hooks, during backward
-
-
-class _NoAverage(ReplicatedStrategy):
-    """Broken on purpose: sums gradients without dividing by the participant count."""
-
-    def _launch(self, bucket):
-        self._launched[bucket] = True
-        for call in self._reducers[bucket]:
-            call()
-
-
-class _NoAllReduce(ReplicatedStrategy):
-    """Broken on purpose: every replica steps on its own shard's gradient."""
-
-    def _launch(self, bucket):
-        self._launched[bucket] = True
-
-
-def test_checks_catch_broken_reductions(single):
-    cfg = _cfg(model="mlp", optimizer="sgd", lr=0.5)
-    plain = _run(SingleStrategy, cfg)
-    assert compare_runs(_run(ReplicatedStrategy, cfg), plain, 1e-5).equal
-    wrong = _run(_NoAverage, cfg)
-    assert not compare_runs(wrong, plain, 1e-5).equal and wrong.problems == []  # replicas agree, but wrongly
-    missing = _run(_NoAllReduce, _cfg())
-    assert "differs from replica 0" in missing.problems[0]
+    for cls in (SingleStrategy, ReplicatedStrategy):
+        cfg = _cfg(model="mlp", optimizer="sgd", lr=0.5)
+        eager = _run(cls, cfg)
+        cfg.graphs = True  # after validation, which refuses graphs on CPU (the capture is replaced above)
+        strategy = cls(cfg, cls.devices_needed(cfg))
+        graphed = run_strategy(strategy, load_workload("mlp"), cfg)
+        assert graphed.losses == eager.losses and graphed.graphs and graphed.problems == []
+        assert compare_runs(graphed, eager, 0.0).max_param_rel_diff == 0.0
+        expected = {"load", "replay"} if cls is SingleStrategy else {"load", "forward_backward", "all_reduce",
+                                                                     "optimizer"}
+        assert set(graphed.host_phases_ms[0]) == expected
+    assert len(made) == 1 + 4  # single: one graph; replicated: forward+backward and optimizer per replica
 
 
 def test_bad_communicator_arguments():
@@ -162,38 +132,39 @@ def test_nccl_processes_may_not_share_a_gpu():
     assert "would share cuda:0" in ReplicatedStrategy.not_applicable(cfg)
 
 
-# ----- over processes (gloo): the pure multi-process form and the hybrid -----------------------------------
-def _rank_body(nproc: int, ndev: int, model: str):
+# ----- over processes (gloo): the hybrid and one device per process, in one spawn ---------------------------
+FORMS = [(2, 4), (2, 2)]  # (processes, devices): 2 x 2 replicas (the hybrid), then 2 x 1
+
+
+def _rank_body(model: str):
     import gpucomm.dist as gd
 
     rank, world = gd.get_rank(), gd.get_world_size()
-    cfg = _cfg(model=model, devices=["cpu"] * ndev, nproc=nproc, global_batch=8)
-    devices = ReplicatedStrategy.rank_devices(cfg, rank, world)
-    strategy = ReplicatedStrategy(cfg, devices, rank=rank, world_size=world)
-    run = run_strategy(strategy, load_workload(model), cfg, world_size=world)
-    forms = (type(strategy._local).__name__ if strategy._local else None,
-             type(strategy._group).__name__ if strategy._group else None)
-    return {"losses": run.losses, "problems": run.problems, "forms": forms,
-            "state": {k: v.tolist() for k, v in run.state.items()}}
+    out = []
+    for nproc, ndev in FORMS:
+        cfg = _cfg(model=model, devices=["cpu"] * ndev, nproc=nproc, global_batch=8)
+        devices = ReplicatedStrategy.rank_devices(cfg, rank, world)
+        strategy = ReplicatedStrategy(cfg, devices, rank=rank, world_size=world)
+        run = run_strategy(strategy, load_workload(model), cfg, world_size=world)
+        out.append({"losses": run.losses, "problems": run.problems, "replicas": len(strategy.replicas),
+                    "state": {k: v.tolist() for k, v in run.state.items()}})
+    return out
 
 
-@pytest.mark.parametrize("nproc, ndev, forms", [
-    (2, 4, ("LocalCommunicator", "ProcessGroupCommunicator")),   # hybrid: 2 processes x 2 devices
-    (2, 2, (None, "ProcessGroupCommunicator")),                  # one device per process
-])
-def test_over_processes_equals_single(single, nproc, ndev, forms):
-    results = spawn(_rank_body, nproc, ndev, "gpt-tiny", world_size=nproc)
-    check_ranks([r["problems"] for r in results])
+def test_over_processes_equals_single(single):
+    results = spawn(_rank_body, "gpt-tiny", world_size=2)
+    check_ranks([p for r in results for form in r for p in form["problems"]])
     reference = single["gpt-tiny"]
-    for rank, r in enumerate(results):
-        assert tuple(r["forms"]) == forms
-        # each rank's loss is the mean over its own shards; their mean is the global-batch loss
-        assert r["state"] == results[0]["state"], f"rank {rank}'s parameters differ from rank 0's"
-    losses = [sum(r["losses"][s] for r in results) / nproc for s in range(len(reference.losses))]
-    state = {k: torch.tensor(v) for k, v in results[0]["state"].items()}
-    run = RunResult(strategy="replicated", devices=["cpu"] * ndev, world_size=nproc, precision="fp32",
-                    losses=losses, state=state)
-    assert compare_runs(run, reference, 1e-5).equal
+    for f, (nproc, ndev) in enumerate(FORMS):
+        forms = [r[f] for r in results]
+        assert [x["replicas"] for x in forms] == [ndev // nproc] * nproc
+        assert forms[1]["state"] == forms[0]["state"], "rank 1's parameters differ from rank 0's"
+        # each rank's loss is the mean over its own half; their mean is the global-batch loss
+        losses = [sum(x["losses"][s] for x in forms) / nproc for s in range(len(reference.losses))]
+        state = {k: torch.tensor(v) for k, v in forms[0]["state"].items()}
+        run = RunResult(strategy="replicated", devices=["cpu"] * ndev, world_size=nproc, precision="fp32",
+                        losses=losses, state=state)
+        assert compare_runs(run, reference, 1e-5).equal, (nproc, ndev)
 
 
 @requires_gpus(1)
