@@ -6,8 +6,8 @@ Two forms:
   for every process (one torch thread per process, so two DDP ranks do not oversubscribe two cores; the
   env block records it and calibration reads it): one ``gpucomm bench`` run (gloo, 2 processes:
   all_reduce, reduce_scatter, all_gather, 4 KiB-4 MiB), ``gpucomm train`` runs of
-  ``single,replicated,ddp`` on 2 CPU devices for ``mlp`` (global batch 512, 2048) and ``gpt-tiny``
-  (32, 64, 128), and ``single`` runs at the per-device batches DDP uses that those runs do not cover.
+  ``single,replicated,ddp`` on 2 CPU devices for ``gpt-tiny`` (global batch 32, 64, 128), and ``single`` runs at
+  the per-device batches DDP uses that those runs do not cover.
   The train runs are repeated ``--repeats`` times (default 3), **interleaved**: round r runs every
   configuration once before round r+1 starts, so a burst of load on the shared machine hits
   calibration and held-out rows alike instead of one configuration.  All figures are CPU numbers.
@@ -22,17 +22,19 @@ reader can tell model error from machine noise.
 
 Calibration set and held-out set (printed with the table):
 
-* default: every bench row, every ``single`` row (compute per sample: the advisor always takes compute
-  from measurement when it has one) and the multi-device rows of one model (``--calibrate-model``; mlp
-  in the CPU form) calibrate; every multi-device row of the other models is **held out**;
+* CPU form: :data:`CPU_CALIBRATE_ON` — every bench and ``single`` row and the runs at batch 32 and 128
+  calibrate; the multi-device runs at batch 64 are **held out**;
+* ``--records`` without patterns: every bench row, every ``single`` row and the multi-device rows of one model
+  (``--calibrate-model``, else the first by name) calibrate; every multi-device row of the other models is
+  **held out**;
 * ``--calibrate-on PATTERN …``: exactly the train rows matching a pattern ``strategy:model[:batch[:devices]]``
   (``*`` matches anything) calibrate, with every bench row; **every other row is held out**, ``single``
-  rows included (predicted by :func:`gpucomm.advisor.plan.single_step_s`).  This is the one-GPU form::
+  rows included (each predicted as its preset layout).  This is the one-GPU form::
 
       --calibrate-on single:gpt-124m:8 single:gpt-124m:16
 
-  holds out single gpt-124m at 32 (extrapolated compute), ddp at world size 1 (DDP's own overhead,
-  cost-model.md §2) and every gpt-350m row (compute from gpt-124m's achieved FLOP/s, ``6 Psi tokens``).
+  holds out single gpt-124m at 32 (extrapolated compute), ddp at world size 1 (DDP's own overhead) and every
+  gpt-350m row (the datasheet model with the GEMM efficiency calibrated on gpt-124m's steps).
 
 Each held-out row is predicted by the calibrated model and compared with its measured step time.
 Prints a Markdown table and the median and worst absolute relative error over the held-out rows
@@ -62,12 +64,15 @@ from collections import defaultdict
 from pathlib import Path
 
 from gpucomm import records
-from gpucomm.advisor import calibrate, plan
+from gpucomm.advisor import calibrate, search
 
-CPU_TRAIN = [("mlp", 512), ("mlp", 2048), ("gpt-tiny", 32), ("gpt-tiny", 64), ("gpt-tiny", 128)]
-"""(model, global batch) of the single,replicated,ddp runs."""
-CPU_SINGLE = [("mlp", 256), ("mlp", 1024), ("gpt-tiny", 16)]
+CPU_TRAIN = [("gpt-tiny", 32), ("gpt-tiny", 64), ("gpt-tiny", 128)]
+"""(model, global batch) of the single,replicated,ddp runs (the advisor models transformers: gpt-tiny is the one
+that trains in seconds on a CPU)."""
+CPU_SINGLE = [("gpt-tiny", 16)]
 """Extra single-device runs, so that compute is measured at every per-device batch DDP uses (B/2)."""
+CPU_CALIBRATE_ON = ["single:gpt-tiny", "*:gpt-tiny:32", "*:gpt-tiny:128"]
+"""The CPU form's calibration set: every single row and the runs at batch 32 and 128; batch 64 is held out."""
 BENCH_ARGS = ["--backends", "torch.distributed", "--ops", "all_reduce,reduce_scatter,all_gather", "--nproc", "2",
               "-b", "4K", "-e", "4M", "-f", "4", "-n", "20"]
 THREADS = "1"
@@ -181,19 +186,13 @@ def split(results: records.ResultSet, calibrate_model: str | None = None,
     return cal, held
 
 
-def _nodes(r: records.TrainRecord, per_node: int) -> tuple[int, int]:
-    g = min(r.n_devices, per_node)
-    return g, max(1, -(-r.n_devices // g))
-
-
 def _predict(r: records.TrainRecord, profile) -> tuple[float, float]:
-    """(predicted step s, predicted communication s) of row ``r``."""
-    wl = plan.workload_from_record(r)
-    if r.strategy == "single":
-        return plan.single_step_s(profile, wl), 0.0
-    g, m = _nodes(r, profile.max_gpus_per_node)
-    pred = plan.predict(r.strategy, profile, wl, gpus_per_node=g, nodes=m)
-    return pred.step_time_s, pred.comm_s
+    """(predicted step s, predicted communication s) of row ``r``: its preset layout, priced by the planner."""
+    made = calibrate.job_for_record(profile, r)
+    if made is None:
+        raise SystemExit(f"train row {r.strategy} {r.model}: not a model or strategy the advisor prices")
+    t = search.evaluate(*made).time
+    return t.step_s, t.comm_s
 
 
 def evaluate(results: records.ResultSet, calibrate_model: str | None = None, calibrate_on: list[str] | None = None,
@@ -269,8 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats of the CPU train runs (default 3)")
     parser.add_argument("--work-dir", help="keep generated records here (default: a temporary directory)")
     parser.add_argument("--save", help="write the Markdown table to this file")
-    parser.add_argument("--calibrate-model", help="model whose multi-device rows calibrate (default: mlp in the "
-                                                  "CPU form, else the first by name); the others are held out")
+    parser.add_argument("--calibrate-model", help="model whose multi-device rows calibrate (default with --records: "
+                                                  "the first by name); the others are held out")
     parser.add_argument("--calibrate-on", nargs="+", metavar="PATTERN",
                         help="calibrate on exactly the train rows matching strategy:model[:batch[:devices]] "
                              "('*' matches anything); hold out every other row, single rows included")
@@ -294,8 +293,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.repeats > 1:
                 commands.append(f"(the train commands {args.repeats} times, interleaved)")
         results, values = merge_repeats(records.load(*dirs), args.stat)
-        calibrate_model = args.calibrate_model or (None if args.records else "mlp")
-        rows, cal = evaluate(results, calibrate_model, args.calibrate_on, values)
+        calibrate_on = args.calibrate_on or (None if args.records or args.calibrate_model else CPU_CALIBRATE_ON)
+        rows, cal = evaluate(results, args.calibrate_model, calibrate_on, values)
     device = "CPU (gloo)" if all(e.device_type == "cpu" for e in results.env) else "GPU"
     text = render(rows, cal, f"{device}, {os.cpu_count()} cores" if device.startswith("CPU") else device,
                   commands, (load_start, _load()), values, args.stat)

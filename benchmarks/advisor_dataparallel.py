@@ -19,45 +19,45 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpucomm import records
-from gpucomm.advisor import calibrate, hardware
-from gpucomm.advisor.plan import collective_s, dp_output_bytes, predict
-from gpucomm.advisor.workload import make_workload
+from gpucomm import models, records
+from gpucomm.advisor import calibrate, hardware, search, timing, wrappers
+from gpucomm.advisor.job import Job
+from gpucomm.advisor.layout import preset
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="gpt-124m", help="a named-strategy model (default gpt-124m)")
+    ap.add_argument("--model", default="gpt-124m", help="a model preset (default gpt-124m)")
     ap.add_argument("--global-batch", type=int, default=64, help="sequences per step (default 64)")
     ap.add_argument("--hardware", default="h200-nvswitch", help="profile (default h200-nvswitch)")
     ap.add_argument("--calibrate", nargs="+", default=[], metavar="DIR", help="train/bench records to calibrate")
     args = ap.parse_args(argv)
     prof = (calibrate.calibrate(records.load(*args.calibrate), args.hardware) if args.calibrate
             else hardware.get(args.hardware))
-    wl = make_workload(args.model, global_batch=args.global_batch)
-    p = wl.precision
-    print(f"command: python benchmarks/advisor_dataparallel.py {' '.join(sys.argv[1:])}".rstrip())
-    print(f"model {wl.model} ({wl.params:,} parameters), global batch {wl.global_batch} x {wl.seq_len} tokens, "
-          f"{p.name}, profile {prof.name}; predictions, milliseconds per step")
-    print(f"outputs gathered to device 0 per step: {dp_output_bytes(wl) / 2**30:.2f} GiB of logits")
+    arch = models.get(args.model)
+    print(f"command: python benchmarks/advisor_dataparallel.py {' '.join(sys.argv[1:] if argv is None else argv)}"
+          .rstrip())
+    print(f"model {arch.name} ({arch.params():,} parameters), global batch {args.global_batch} x {arch.seq} tokens, "
+          f"bf16 autocast over fp32 weights, profile {prof.name}; predictions, milliseconds per step")
+    logits = args.global_batch * arch.seq * arch.vocab * 2
+    print(f"outputs gathered to device 0 per step: {logits / 2**30:.2f} GiB of logits")
     print()
     print("| GPUs | broadcast weights | scatter inputs | gather logits | scatter logit grads | reduce grads "
           "| host | dp step | ddp step | dp / ddp |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     notes: list[str] = []
     for g in (2, 4, 8):
-        parts = [collective_s(prof, "broadcast", wl.params * p.weight_bytes, g, 1, "local"),
-                 collective_s(prof, "scatter", wl.global_batch * wl.tokens_per_sample * 8, g, 1, "local"),
-                 collective_s(prof, "gather", dp_output_bytes(wl), g, 1, "local"),
-                 collective_s(prof, "scatter", dp_output_bytes(wl), g, 1, "local"),
-                 collective_s(prof, "reduce", wl.params * p.grad_bytes, g, 1, "local")]
-        dp = predict("dp", prof, wl, gpus_per_node=g)
-        ddp = predict("ddp", prof, wl, gpus_per_node=g)
-        host = dp.overhead_s - dp.slowdown_s
-        cells = " | ".join(f"{x * 1e3:.2f}" for x in [*parts, host])
-        print(f"| {g} | {cells} | {dp.step_time_s * 1e3:.2f} | {ddp.step_time_s * 1e3:.2f} | "
-              f"{dp.step_time_s / ddp.step_time_s:.2f} |")
-        notes += [a for a in dp.assumptions if a not in notes]
+        job = Job(arch=arch, profile=prof, nodes=1, gpus_per_node=g, global_batch=args.global_batch, seq=arch.seq)
+        dp_layout = preset("dp", g, args.global_batch)
+        parts = timing.dataparallel_parts(job, dp_layout)
+        dp = search.evaluate(job, dp_layout).time
+        ddp = search.evaluate(job, preset("ddp", g, args.global_batch)).time
+        cost = wrappers.cost(prof, dp_layout)
+        host = cost.per_device_s * g
+        cells = " | ".join(f"{x * 1e3:.2f}" for x in [*parts.values(), host])
+        print(f"| {g} | {cells} | {dp.step_s * 1e3:.2f} | {ddp.step_s * 1e3:.2f} | {dp.step_s / ddp.step_s:.2f} |")
+        if cost.note and cost.note not in notes:
+            notes.append(cost.note)
     print()
     for a in notes:
         print(f"assumption: {a}")

@@ -7,8 +7,12 @@ import math
 
 import pytest
 
-from gpucomm.advisor import calibrate, plan
-from gpucomm.advisor.workload import make_workload
+from gpucomm import models
+from gpucomm.advisor import calibrate, hardware, measured, search, timing
+from gpucomm.advisor.fits import collective_time_s
+from gpucomm.advisor.job import Job
+from gpucomm.advisor.layout import Layout, preset
+from gpucomm.advisor.precision import Precision
 
 from ._synthetic import SIZES, bench, results, train
 
@@ -64,26 +68,35 @@ def test_derived_link_from_all_reduce():
 
 
 def test_compute_fit_line_through_two_batches():
-    rows = [train("single", "mlp", 1, 10.0 + 0.5 * b, b, 1000) for b in (16, 64)]
-    c = calibrate.fit_compute(rows)["models"]["mlp"]
+    rows = [train("single", "gpt-tiny", 1, 10.0 + 0.5 * b, b, 1000, 32) for b in (16, 64)]
+    c = calibrate.fit_compute(rows)["models"]["gpt-tiny"]
     assert c["c0_s"] == pytest.approx(0.010, rel=1e-9)
     assert c["c1_s_per_sample"] == pytest.approx(0.0005, rel=1e-9)
+    assert c["points"] == [[16, pytest.approx(0.018)], [64, pytest.approx(0.042)]]
 
 
-def test_compute_fit_one_batch_goes_through_the_origin():
-    c = calibrate.fit_compute([train("single", "mlp", 1, 40.0, 32, 1000)])["models"]["mlp"]
+def test_compute_fit_one_batch_goes_through_the_origin_and_repeats_take_the_median():
+    c = calibrate.fit_compute([train("single", "gpt-tiny", 1, 40.0, 32, 1000, 32)])["models"]["gpt-tiny"]
     assert (c["c0_s"], c["c1_s_per_sample"]) == (0.0, pytest.approx(0.040 / 32))
+    rows = [train("single", "gpt-tiny", 1, ms, 32, 1000, 32) for ms in (40.0, 44.0, 90.0)]
+    assert calibrate.fit_compute(rows)["models"]["gpt-tiny"]["points"] == [[32, pytest.approx(0.044)]]
 
 
-def test_calibrated_profile_overrides_datasheet_and_cpu_gloo_exists_only_this_way():
-    rs = results(bench("all_reduce", 2, 40.0, 2.0, SIZES), [train("single", "mlp", 1, 30.0, 64, 267280)])
-    prof = calibrate.calibrate(rs)
-    assert prof.kind == "cpu-gloo" and prof.calibrated
-    # The fitted collective, not a formula: 40 us + S / 2 GB/s.
-    assert plan.collective_s(prof, "all_reduce", 2**20, 2) == pytest.approx((40 + 2**20 / 2e3) * 1e-6, rel=1e-6)
-    wl = make_workload("mlp", dtype="fp32", global_batch=64)
-    single = plan.predict("ddp", prof, wl, gpus_per_node=1)
-    assert single.compute_s == pytest.approx(0.030)
+def _cpu(rows, sizes=SIZES):
+    return calibrate.calibrate(results(bench("all_reduce", 2, 40.0, 2.0, sizes), rows))
+
+
+def test_calibrated_profile_reproduces_its_collectives_and_cpu_gloo_exists_only_this_way():
+    prof = _cpu([train("single", "gpt-tiny", 1, 30.0, 64, 0, 32)])
+    assert prof.kind == "cpu-gloo" and prof.calibrated and prof.name == "cpu-gloo (calibrated)"
+    # measured points are reproduced exactly; between them interpolated: 40 us + S / 2 GB/s is linear
+    assert timing._group_s(prof, "all_reduce", 2**20, 2, 2, 2) == pytest.approx((40 + 2**20 / 2e3) * 1e-6)
+    assert timing._group_s(prof, "all_reduce", 3 * 2**20, 2, 2, 2) == pytest.approx((40 + 3 * 2**20 / 2e3) * 1e-6)
+    # 4 participants were not measured: the link derived from the n=2 fit prices them
+    assert timing._group_s(prof, "all_reduce", 2**20, 4, 4, 4) > timing._group_s(prof, "all_reduce", 2**20, 2, 2, 2)
+    # train records alone: no link at all, and communication is left inside the wrappers' fitted cost
+    alone = calibrate.calibrate(results(train_rows=[train("single", "gpt-tiny", 1, 30.0, 64, 0, 32)]))
+    assert alone.calibration["comm_in_wrapper"] and timing._group_s(alone, "all_reduce", 2**20, 2, 2, 2) == 0.0
 
 
 def test_calibrate_with_nothing_usable_raises():
@@ -91,27 +104,29 @@ def test_calibrate_with_nothing_usable_raises():
         calibrate.calibrate(results())
 
 
-def test_per_device_cost_is_fitted_from_residuals():
-    wl_params = 267280
-    rows = [train("single", "mlp", 1, 20.0, 64, wl_params)]
-    rs = results(bench("all_reduce", 2, 40.0, 2.0, SIZES), rows)
-    base = calibrate.calibrate(rs)
-    wl = make_workload("mlp", dtype="fp32", global_batch=64)
-    pred = plan.predict("replicated", base, wl, gpus_per_node=2, per_device_s=0.0).step_time_s
-    rs.train.append(train("replicated", "mlp", 2, (pred + 2 * 0.003) * 1e3, 64, wl_params))
-    prof = calibrate.calibrate(rs)
+def test_per_device_cost_is_fitted_from_what_the_model_leaves_over():
+    rows = [train("single", "gpt-tiny", 1, 20.0, 64, 0, 32)]
+    base = dataclasses_replace_calibration(_cpu(rows), per_device_s={"replicated": 0.0})
+    job = Job(arch=models.get("gpt-tiny"), profile=base, nodes=1, gpus_per_node=2, global_batch=64, seq=32,
+              precision=Precision(compute="fp32"))
+    pred = search.evaluate(job, preset("replicated", 2, 64)).time.step_s
+    prof = _cpu([*rows, train("replicated", "gpt-tiny", 2, (pred + 2 * 0.003) * 1e3, 64, 0, 32)])
     assert prof.calibration["per_device_s"]["replicated"] == pytest.approx(0.003, rel=1e-6)
+    assert all(r["predicted_s"] == pytest.approx(r["measured_s"]) for r in calibrate.reproduce(prof, results(
+        bench("all_reduce", 2, 40.0, 2.0, SIZES), [*rows, train("replicated", "gpt-tiny", 2, (pred + 0.006) * 1e3,
+                                                                    64, 0, 32)])))
 
 
 def test_save_and_load_round_trip(tmp_path):
-    rs = results(bench("all_reduce", 2, 40.0, 2.0, SIZES), [train("single", "mlp", 1, 30.0, 64, 267280)])
-    prof = calibrate.calibrate(rs)
+    prof = _cpu([train("single", "gpt-tiny", 1, 30.0, 64, 0, 32)])
     path = tmp_path / "p.json"
     calibrate.save_profile(prof, path)
     back = calibrate.load_profile(path)
-    assert back.intra == prof.intra
+    assert back.intra == prof.intra and back.name == prof.name
     assert math.isinf(back.calibration["collectives"][-1]["hi"])
-    assert plan.collective_s(back, "all_reduce", 12345, 2) == plan.collective_s(prof, "all_reduce", 12345, 2)
+    for size in (1000, 12345, 2**30):
+        assert collective_time_s(back.calibration, "all_reduce", 2, size, "process") == \
+            collective_time_s(prof.calibration, "all_reduce", 2, size, "process")
 
 
 def test_load_profile_errors_name_the_flag(tmp_path):
@@ -133,25 +148,43 @@ def test_fit_overheads_recovers_per_device_cost_and_slowdown():
 
 
 def test_measured_compute_interpolates_between_batches():
-    rows = [train("single", "mlp", 1, ms, b, 1000) for b, ms in ((16, 10.0), (64, 70.0))]
-    prof = calibrate.calibrate(results(bench("all_reduce", 2, 40.0, 2.0, SIZES), rows))
-    wl = make_workload("mlp", dtype="fp32", global_batch=32)
-    assert plan.predict("ddp", prof, wl, gpus_per_node=1).compute_s == pytest.approx(0.030)  # between 10 and 70
-    wl8 = make_workload("mlp", dtype="fp32", global_batch=8)
-    assert plan.predict("ddp", prof, wl8, gpus_per_node=1).compute_s == pytest.approx(0.005)  # proportional below
+    prof = _cpu([train("single", "gpt-tiny", 1, ms, b, 0, 32) for b, ms in ((16, 10.0), (64, 70.0))])
+    job = Job(arch=models.get("gpt-tiny"), profile=prof, nodes=1, gpus_per_node=1, global_batch=32, seq=32,
+              precision=Precision(compute="fp32"))
+    fit = measured.model_fit(job)
+    assert measured.step_at(fit, 32) == pytest.approx(0.030)  # between 10 and 70 ms
+    assert measured.step_at(fit, 8) == pytest.approx(0.005)  # proportional below the smallest
+    assert measured.step_at(fit, 128) == pytest.approx(0.150)  # along the last segment above
+    # the per-step fixed part (the intercept, -10 ms here, clamped at 0) and the rest per micro-batch
+    one = search.evaluate(job, Layout(mb=32)).time
+    acc = search.evaluate(job, Layout(mb=16)).time  # two micro-batches of 16
+    assert one.step_s == pytest.approx(0.030) and acc.step_s == pytest.approx(2 * 0.010)
+    assert measured.parts(job, Layout(tp=2, mb=32)) is None  # measured on one device: no tensor parallel
 
 
-def test_compute_from_achieved_flops_already_holds_the_optimizer():
-    """FLOP/s come from whole measured steps (optimizer included): a model not run gets no optimizer on top."""
-    gpu_env = dataclasses.replace(results().env[0], device_type="cuda", devices=[{"name": "NVIDIA H200"}])
-    rs = results(train_rows=[dataclasses.replace(train("single", "gpt-124m", 1, 40.0, 16, 124_439_808, 1024),
-                                                 device_type="cuda", precision="bf16-autocast")])
-    rs.env[0] = gpu_env
-    prof = calibrate.calibrate(rs)
-    assert prof.memory_bw_gbps  # an H200 profile: the optimizer would otherwise be estimated from HBM bandwidth
-    flops = 6 * 124_439_808 * 16 * 1024 / 0.040
-    wl = make_workload("gpt-350m", dtype="bf16-autocast", global_batch=8)
-    pred = plan.predict("ddp", prof, wl, gpus_per_node=1)
-    assert pred.optimizer_s == 0.0
-    assert pred.compute_s == pytest.approx(6 * wl.params * 8 * 1024 / flops)
-    assert plan.single_step_s(prof, wl) == pytest.approx(pred.compute_s)
+def test_gpu_efficiency_is_calibrated_from_single_steps():
+
+    arch, prof = models.get("gpt-124m"), hardware.get("h200-nvswitch")
+    job = Job(arch=arch, profile=prof, nodes=1, gpus_per_node=1, global_batch=16, seq=1024)
+    pred = timing.step_time(job, Layout(mb=16)).step_s
+    row = dataclasses.replace(train("single", "gpt-124m", 1, 2e3 * pred, 16, arch.params(), 1024),
+                              device_type="cuda", precision="bf16-autocast")
+    cal = calibrate.calibrate(results(train_rows=[row]), "h200-nvswitch")
+    assert cal.gemm_efficiency == pytest.approx(prof.gemm_efficiency / 2, rel=0.03)
+    assert "calibrated" in cal.sources["gemm_efficiency"]
+    assert calibrate.calibrated_efficiency(prof) == (None, "")
+
+
+def test_colocated_devices_share_a_gpu_or_the_cores():
+    gpu = hardware.get("h200-nvswitch")
+    assert calibrate.colocated(gpu, 2, ["cuda:0", "cuda:0"]) == 2 and calibrate.colocated(gpu, 2, ["cuda:0", "cuda:1"]) == 1
+    cpu = dataclasses_replace_host(_cpu([train("single", "gpt-tiny", 1, 30.0, 64, 0, 32)]), cores=2, threads=2)
+    assert calibrate.colocated(cpu, 2) == 2 and calibrate.colocated(cpu, 1) == 1
+
+
+def dataclasses_replace_host(prof, **host):
+    return dataclasses_replace_calibration(prof, host=host)
+
+
+def dataclasses_replace_calibration(prof, **keys):
+    return dataclasses.replace(prof, calibration={**prof.calibration, **keys})

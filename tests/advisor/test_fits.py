@@ -54,3 +54,20 @@ def test_fits_are_frozen_keyword_only_records():
         f.alpha_us = 1.0
     with pytest.raises(TypeError):
         CollectiveFit("all_reduce", 8, "process", "all", 0, 1, 1.0, 1.0, 1, 0.0)
+
+
+def test_measured_points_are_interpolated_and_band_fits_extrapolate():
+    from gpucomm.advisor.fits import collective_time_s, interpolate
+
+    assert interpolate([[0, 0.0], [10, 10.0]], 5) == 5.0 and interpolate([[0, 0.0], [10, 10.0]], 11) is None
+    cal = {"collective_points": [{"op": "all_reduce", "n": 2, "scope": "process", "points": [[1000, 10.0],
+                                                                                           [3000, 30.0]]}],
+           "collectives": [{"op": "all_reduce", "n": 2, "scope": "process", "band": "all", "lo": 0,
+                            "hi": float("inf"), "alpha_us": 1.0, "beta_us_per_byte": 0.01, "points": 2,
+                            "max_rel_err": 0.0}]}
+    approx = pytest.approx
+    assert collective_time_s(cal, "all_reduce", 2, 2000, "process") == approx(20e-6)  # between measured points
+    assert collective_time_s(cal, "all_reduce", 2, 2000, "local") == approx(20e-6)  # the other scope when alone
+    assert collective_time_s(cal, "all_reduce", 2, 10_000, "process") == approx((1 + 100) * 1e-6)  # fit beyond
+    assert collective_time_s(cal, "all_gather", 2, 2000, "process") is None
+    assert collective_time_s(None, "all_reduce", 2, 2000, "process") is None

@@ -78,3 +78,24 @@ def test_405b_on_4096_gpus_finds_a_fitting_layout():
     # its speed is measured by benchmarks/advisor_published.py (tests check behaviour, not timings)
     plans = search(_job(model="llama3-405b", nodes=512, batch=2048))
     assert plans[0].fits and plans[0].layout.gpus == 4096
+
+
+@pytest.mark.parametrize("gpus, batch", [(16384, 2048), (1 << 20, 1 << 20), (8, 1 << 40)])
+def test_the_search_is_bounded_at_any_scale(gpus, batch):
+    # the work is the layouts visited: divisors of the GPU count, heads and batch, never every value
+    job = _job(model="llama3-405b", nodes=gpus // 8, batch=batch)
+    assert len(candidates(job, {})) <= 20_000
+
+
+def test_a_pipeline_keeps_the_given_stages_and_virtual_stages():
+    plans = search(_job(model="llama3-405b", nodes=512, batch=2048),
+                   {"tp": 8, "pp": 16, "stages": (7,) + (8,) * 14 + (7,), "vpp": 8})
+    assert plans and all(p.layout.stages[0] == 7 and p.layout.vpp == 8 for p in plans)
+    assert plans[0].fits
+
+
+def test_ranking_is_by_step_time_and_each_reason_states_its_own():
+    plans = search(_job())
+    ranked = [p for p in plans if p.rank is not None]
+    assert [p.time.step_s for p in ranked[1:]] == sorted(p.time.step_s for p in ranked[1:])
+    assert all(" per step" in p.reason for p in plans)

@@ -10,15 +10,25 @@ Measured values override datasheet ones (STYLE.md 13; cost-model.md §6.5: "cali
   "process" for multi-process backends (DDP, ZeRO) and "local" for one-process ones (replicated, dp).
   From the largest-n all_reduce fit a link is derived (``B = 2(n-1)/n / beta``, per-step
   ``alpha / 2(n-1)``) for participant counts that were not measured.
-* **Compute.** ``single`` train rows give the step time as ``c0 + c1 * samples`` per model (a least-squares
-  line through the rows' global batches, slope kept >= 0; through the origin when only one batch was run).
-  Below the smallest measured batch the step is at least that batch's time scaled by samples (a line
-  with a negative intercept must not predict a near-free step) and an achieved FLOP/s
-  (``6 Psi tokens / step``) for models that were not run.
-* **Per-device costs and slowdown.** Multi-device rows of each strategy give, after subtracting the
-  model's prediction without them, ``residual = a * n + s * compute`` (:func:`fit_overheads`): a per-device
-  cost in seconds (DataParallel's GIL/replication cost; our threads' cost) and a compute slowdown
-  (communication kernels or processes competing with compute), both >= 0.
+  Every measured size is also kept (``collective_points``): between two measured sizes the time is
+  interpolated, so the profile reproduces each measurement exactly (:func:`gpucomm.advisor.fits.collective_time_s`).
+* **Compute.** ``single`` train rows give, per model, the measured step at each global batch (and the line
+  ``c0 + c1 * samples`` through them, slope kept >= 0, whose intercept is the per-step fixed part):
+  :mod:`gpucomm.advisor.measured` prices a layout of that model from them.  Models that were not measured
+  keep the datasheet model with the GEMM efficiency scaled so that it reproduces the measured ones
+  (:func:`calibrated_efficiency`).
+* **Per-device costs and slowdown.** Train rows of each wrapper (``dp`` -> DataParallel, ``replicated``,
+  ``ddp``, at any device count) give, after subtracting the model's prediction without them,
+  ``residual = a * n + s * compute`` (:func:`fit_overheads`): a per-device cost in seconds (DataParallel's
+  GIL/replication cost; our threads' cost) and a compute slowdown (communication kernels or processes
+  competing with compute), both >= 0 (:mod:`gpucomm.advisor.wrappers`).  (A record's ``host_ms_per_device`` is
+  not added: the host clock around a step includes the time the host waits for the devices, so adding it
+  to the devices' time would count that time twice; the fit takes what the step really cost.)
+
+After calibration, predicting each configuration the records measured gives the measured step time (within the
+noise the fit leaves: exactly for one row per wrapper), which :func:`reproduce` reports.  Devices of one host
+share it: CPU "devices" share its cores (``max(1, n x threads / cores)``), and several devices on one GPU
+(``--devices cuda:0,cuda:0``) run one after another (``Job.colocated``).
 
 A calibrated profile is a :class:`~gpucomm.advisor.hardware.HardwareProfile` whose ``calibration`` dict
 holds these fits; :func:`save_profile` / :func:`load_profile` write and read it as JSON.
@@ -36,12 +46,16 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpucomm.advisor import cost, hardware, plan
-from gpucomm.advisor.fits import CollectiveFit, collective_fit
+from gpucomm import models
+from gpucomm.advisor import hardware, layout, search, timing, wrappers
+from gpucomm.advisor.fits import CollectiveFit, collective_fit, collective_time_s
 from gpucomm.advisor.hardware import HardwareProfile, Link
+from gpucomm.advisor.job import Job
+from gpucomm.advisor.precision import PrecisionError, from_record
 
-__all__ = ["BANDS", "CalibrationError", "CollectiveFit", "calibrate", "collective_fit", "fit_alpha_beta",
-           "fit_collectives", "fit_compute", "fit_overheads", "load_profile", "save_profile"]
+__all__ = ["BANDS", "CalibrationError", "CollectiveFit", "calibrate", "calibrated_efficiency", "collective_fit",
+           "colocated", "fit_alpha_beta", "fit_collectives", "fit_compute", "fit_overheads", "job_for_record",
+           "load_profile", "reproduce", "save_profile"]
 
 KiB, MiB = 2**10, 2**20
 BANDS: tuple[tuple[str, int, float], ...] = (("small", 0, 64 * KiB), ("medium", 64 * KiB, 8 * MiB),
@@ -101,12 +115,8 @@ def _fit_group(op: str, n: int, scope: str, rows: list[tuple[float, float]]) -> 
     return fits
 
 
-def fit_collectives(bench: Iterable[Any]) -> list[CollectiveFit]:
-    """Fits for every (op, n, scope) in ``bench`` rows that were measured correctly (``wrong <= 0``).
-
-    Where several backends measured the same (op, n, scope), the faster median per size is kept: the
-    model predicts what the best available implementation does.
-    """
+def _best_times(bench: Iterable[Any]) -> dict[tuple[str, int, str], dict[int, float]]:
+    """The fastest correct median per (op, n, scope) and size (the best available implementation)."""
     best: dict[tuple[str, int, str], dict[int, float]] = defaultdict(dict)
     for r in bench:
         if r.wrong > 0 or r.n < 2 or r.time_us_median <= 0:
@@ -114,8 +124,23 @@ def fit_collectives(bench: Iterable[Any]) -> list[CollectiveFit]:
         key = (r.op, r.n, _scope(r))
         prev = best[key].get(r.size)
         best[key][r.size] = r.time_us_median if prev is None else min(prev, r.time_us_median)
+    return best
+
+
+def collective_points(bench: Iterable[Any]) -> list[dict[str, Any]]:
+    """Every measured size of every (op, n, scope), fastest backend: what interpolation reproduces."""
+    return [{"op": op, "n": n, "scope": scope, "points": sorted([s, t] for s, t in by_size.items())}
+            for (op, n, scope), by_size in sorted(_best_times(bench).items())]
+
+
+def fit_collectives(bench: Iterable[Any]) -> list[CollectiveFit]:
+    """Fits for every (op, n, scope) in ``bench`` rows that were measured correctly (``wrong <= 0``).
+
+    Where several backends measured the same (op, n, scope), the faster median per size is kept: the
+    model predicts what the best available implementation does.
+    """
     fits: list[CollectiveFit] = []
-    for (op, n, scope), by_size in sorted(best.items()):
+    for (op, n, scope), by_size in sorted(_best_times(bench).items()):
         fits += _fit_group(op, n, scope, list(by_size.items()))
     return fits
 
@@ -135,14 +160,17 @@ def derived_link(fits: Sequence[CollectiveFit], scope: str = "process") -> Link 
 
 
 def fit_compute(train: Iterable[Any]) -> dict[str, Any]:
-    """Per-model ``step_s = c0 + c1 * samples`` from ``single`` rows, and the median achieved FLOP/s."""
+    """Per model, the measured ``single`` steps by global batch and the line ``c0 + c1 * samples`` through them."""
     by_model: dict[str, list[Any]] = defaultdict(list)
     for r in train:
         if r.strategy == "single" and r.status == "ok" and r.step_ms_median:
             by_model[r.model].append(r)
-    models, flops = {}, []
+    fitted = {}
     for model, rows in by_model.items():
-        pts = {r.global_batch: r.step_ms_median * 1e-3 for r in rows}
+        by_batch: dict[int, list[float]] = defaultdict(list)
+        for r in rows:
+            by_batch[r.global_batch].append(r.step_ms_median * 1e-3)
+        pts = {b_: statistics.median(v) for b_, v in by_batch.items()}  # repeats of one batch: their median
         if len(pts) >= 2:
             b, s = zip(*sorted(pts.items()), strict=True)
             mb, ms = statistics.fmean(b), statistics.fmean(s)
@@ -153,14 +181,10 @@ def fit_compute(train: Iterable[Any]) -> dict[str, Any]:
         else:
             ((gb, st),) = pts.items()
             c0, c1 = 0.0, st / gb
-        b_min = min(pts)
-        models[model] = {"c0_s": c0, "c1_s_per_sample": c1, "rows": len(rows), "b_min": b_min,
-                         "s_min": pts[b_min], "points": sorted([b_, s_] for b_, s_ in pts.items()),
-                         "params": rows[0].params, "seq_len": rows[0].seq_len}
-        for r in rows:
-            if r.params:
-                flops.append(cost.train_flops(r.params, r.global_batch * (r.seq_len or 1)) / (r.step_ms_median * 1e-3))
-    return {"models": models, "achieved_flops": statistics.median(flops) if flops else None}
+        fitted[model] = {"c0_s": c0, "c1_s_per_sample": c1, "rows": len(rows),
+                         "points": sorted([b_, s_] for b_, s_ in pts.items()), "params": rows[0].params,
+                         "seq_len": rows[0].seq_len, "precision": rows[0].precision}
+    return {"models": fitted}
 
 
 def _base_profile(results: Any, hardware_name: str | None) -> HardwareProfile:
@@ -186,6 +210,9 @@ def _base_profile(results: Any, hardware_name: str | None) -> HardwareProfile:
 def calibrate(results: Any, hardware_name: str | None = None, label: str = "") -> HardwareProfile:
     """A profile fitted from a :class:`gpucomm.records.ResultSet` (bench and/or train rows).
 
+    ``label`` names what it was calibrated from in the profile's sources (the name stays short: the base
+    profile's name and "calibrated").
+
     Raises:
         CalibrationError: no usable rows, or unknown hardware.
     """
@@ -197,13 +224,68 @@ def calibrate(results: Any, hardware_name: str | None = None, label: str = "") -
     link = derived_link(fits) or base.intra
     cpus = [e.host.get("cpu_count") or 0 for e in results.env]
     max_n = max([f.n for f in fits] + [r.n_devices for r in results.train] + [base.max_gpus_per_node] + cpus)
-    calib = {"collectives": [dataclasses.asdict(f) for f in fits], "compute": compute, "per_device_s": {},
-             "host": _host(results),
-             "sources": [str(p) for p in results.sources]}
-    prof = dataclasses.replace(base, name=f"calibrated:{label or base.name}", intra=link, calibration=calib,
+    calib = {"collectives": [dataclasses.asdict(f) for f in fits], "collective_points": collective_points(results.bench),
+             "compute": compute, "per_device_s": {}, "host": _host(results),
+             "comm_in_wrapper": not fits and not math.isfinite(link.bandwidth_gbps),
+             "from": label or ", ".join(str(p) for p in results.sources)}
+    prof = dataclasses.replace(base, name=f"{base.name} (calibrated)", intra=link, calibration=calib,
                                max_gpus_per_node=max_n if base.kind == "cpu-gloo" else base.max_gpus_per_node,
                                sources={**base.sources, "intra": link.source})
+    eff, how = calibrated_efficiency(prof)
+    if eff is not None:
+        prof = dataclasses.replace(prof, gemm_efficiency=eff, sources={**prof.sources, "gemm_efficiency": how})
     return _fit_per_device(prof, results.train)
+
+
+def calibrated_efficiency(profile: HardwareProfile) -> tuple[float | None, str]:
+    """The GEMM efficiency that reproduces the measured ``single`` steps of a GPU profile (None on CPU).
+
+    For every calibrated model that is a preset of :mod:`gpucomm.models`, the datasheet model predicts one
+    GPU's step at each measured batch; the efficiency is scaled by predicted / measured (the step is close to
+    inversely proportional to it) and the median over the points is used.  Memory-bound work and the size
+    factor stay modelled, so the calibrated figure carries to models and shapes that were not measured.
+    """
+    compute = (profile.calibration or {}).get("compute") or {}
+    if profile.peak_flops("bf16") is None or not profile.memory_bw_gbps:
+        return None, ""
+    base = profile.gemm_efficiency or timing.GEMM_EFFICIENCY
+    ratios = []
+    for name, fit in (compute.get("models") or {}).items():
+        arch = models.ARCHITECTURES.get(name)
+        if arch is None:
+            continue
+        for batch, step_s in fit.get("points") or []:
+            try:
+                prec = from_record(fit.get("precision") or "bf16-autocast")
+            except PrecisionError:
+                continue
+            job = Job(arch=arch, profile=profile, nodes=1, gpus_per_node=1, global_batch=int(batch),
+                      seq=fit.get("seq_len") or arch.seq, precision=prec, efficiency=base)
+            t = timing.step_time(job, layout.Layout(mb=int(batch)))
+            if step_s > 0:
+                ratios.append(t.step_s / step_s)
+    if not ratios:
+        return None, ""
+    ratios.sort()
+    eff = min(1.0, base * ratios[len(ratios) // 2])
+    return eff, (f"GEMM efficiency {eff:.2f} of peak, calibrated on {len(ratios)} measured single-GPU steps "
+                 f"(train records)")
+
+
+def colocated(profile: HardwareProfile, n: int, devices: Sequence[str] = ()) -> float:
+    """How many participants share one device's compute: several listed on one GPU (``cuda:0,cuda:0``), or
+    CPU "devices" sharing the host's cores with ``threads`` torch threads each (``max(1, n threads / cores)``:
+    with torch's default of one thread per core, n devices of b samples take as long as one of n b)."""
+    if devices and any(d.startswith("cuda") for d in devices):
+        return len(devices) / max(1, len(set(devices)))
+    if profile.kind != "cpu-gloo":
+        return 1.0
+    host = (profile.calibration or {}).get("host") or {}
+    cores = host.get("cores")
+    if not cores:  # records without the host's core count: no sharing assumed
+        return 1.0
+    threads = host.get("threads") or cores
+    return max(1.0, n * threads / cores)
 
 
 def _host(results: Any) -> dict[str, int | None]:
@@ -243,34 +325,82 @@ def fit_overheads(rows: Sequence[tuple[int, float, float]]) -> tuple[float, floa
     return (a_only, 0.0) if err(a_only, 0.0) <= err(0.0, s_only) else (0.0, s_only)
 
 
-def _fit_per_device(profile: HardwareProfile, train: Iterable[Any]) -> HardwareProfile:
-    """Per-device cost and compute slowdown per strategy from multi-device train rows.
+def job_for_record(profile: HardwareProfile, r: Any) -> tuple[Job, layout.Layout] | None:
+    """The job and preset layout a ``gpucomm train`` record ran, or None when the advisor cannot model it (a
+    model that is not a transformer preset, a strategy that is not a preset)."""
+    arch = models.ARCHITECTURES.get(r.model)
+    if arch is None or r.strategy not in layout.STRATEGIES or not r.seq_len:
+        return None
+    try:
+        prec = from_record(r.precision)
+    except PrecisionError:
+        return None
+    n = r.n_devices
+    job = Job(arch=arch, profile=profile, nodes=1, gpus_per_node=n, global_batch=r.global_batch, seq=r.seq_len,
+              precision=prec, colocated=colocated(profile, n, getattr(r, "devices", []) or []))
+    try:
+        lo = layout.preset(r.strategy, n, r.global_batch)
+    except layout.LayoutError:
+        return None
+    return job, lo
 
-    Where records measured the host time per device (``TrainRecord.host_ms_per_device``, written by
-    ``gpucomm train`` for its one-process strategies), its median is the per-device cost and only the
-    slowdown is fitted to the residual; otherwise both are fitted (:func:`fit_overheads`).
-    """
+
+def _predict(job: Job, lo: layout.Layout) -> float:
+    return search.evaluate(job, lo).time.step_s
+
+
+def _fit_per_device(profile: HardwareProfile, train: Iterable[Any]) -> HardwareProfile:
+    """Per-device cost and compute slowdown per wrapper from train rows (module docstring)."""
+    bare = dataclasses.replace(profile, calibration={**profile.calibration,
+                                                     "per_device_s": dict.fromkeys(wrappers.STRATEGY_WRAPPER.values(),
+                                                                                   0.0)})
     rows: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
-    host: dict[str, list[float]] = defaultdict(list)
     for r in train:
-        if r.strategy not in plan.STRATEGIES or r.status != "ok" or not r.step_ms_median or r.n_devices < 2:
+        wrap = wrappers.STRATEGY_WRAPPER.get(r.strategy)
+        if wrap in (None, "none") or r.status != "ok" or not r.step_ms_median:
             continue
-        if getattr(r, "host_ms_per_device", None):
-            host[r.strategy].append(r.host_ms_per_device * 1e-3)
-        wl = plan.workload_from_record(r)
-        pred = plan.predict(r.strategy, profile, wl, gpus_per_node=r.n_devices, nodes=1, per_device_s=0.0,
-                            slowdown=0.0)
-        rows[r.strategy].append((r.n_devices, pred.compute_s, r.step_ms_median * 1e-3 - pred.step_time_s))
+        made = job_for_record(bare, r)
+        if made is None:
+            continue
+        job, lo = made
+        try:
+            t = search.evaluate(job, lo).time
+        except (ValueError, timing.CollectiveUnknown):
+            continue
+        rows[wrap].append((lo.dp, t.compute_s, r.step_ms_median * 1e-3 - t.step_s))
     fits = {k: fit_overheads(v) for k, v in rows.items()}
-    measured = {k: {"s": statistics.median(v), "rows": len(v)} for k, v in host.items()}
-    for k, m in measured.items():
-        a, pts = m["s"], rows[k]
-        scc = sum(c * c for _, c, _ in pts)
-        slow = max(0.0, sum(c * (res - a * n) for n, c, res in pts) / scc) if scc else 0.0
-        fits[k] = (a, slow)
     calib = {**profile.calibration, "per_device_s": {k: a for k, (a, _) in fits.items()},
-             "slowdown": {k: s for k, (_, s) in fits.items()}, "host_per_device": measured}
+             "slowdown": {k: s for k, (_, s) in fits.items()}}
     return dataclasses.replace(profile, calibration=calib)
+
+
+def reproduce(profile: HardwareProfile, results: Any) -> list[dict[str, Any]]:
+    """Each configuration the records measured, predicted by ``profile``: train rows (strategy, model, devices,
+    batch) and bench rows (op, n, size; the fastest backend, which the advisor predicts), with the measured
+    and predicted seconds, or why it is left out."""
+    out: list[dict[str, Any]] = []
+    for r in results.train:
+        what = f"train {r.strategy} {r.model} x{r.n_devices} batch {r.global_batch}"
+        if r.status != "ok" or not r.step_ms_median:
+            continue
+        made = job_for_record(profile, r)
+        if made is None:
+            out.append({"what": what, "measured_s": r.step_ms_median * 1e-3, "predicted_s": None,
+                        "why": f"{r.model!r} is not a transformer preset the advisor models"})
+            continue
+        try:
+            t = search.evaluate(*made).time.step_s
+        except (ValueError, timing.CollectiveUnknown) as exc:
+            out.append({"what": what, "measured_s": r.step_ms_median * 1e-3, "predicted_s": None, "why": str(exc)})
+            continue
+        out.append({"what": what, "measured_s": r.step_ms_median * 1e-3, "predicted_s": t, "why": ""})
+    cal = profile.calibration or {}
+    for (op, n, scope), by_size in sorted(_best_times(results.bench).items()):
+        for size, t_us in sorted(by_size.items()):  # the fastest backend: what the advisor predicts
+            t = collective_time_s(cal, op, n, size, scope)
+            out.append({"what": f"bench {op} n={n} {scope} {size} B", "measured_s": t_us * 1e-6, "predicted_s": t,
+                        "why": "" if t is not None else "no fit"})
+    return out
 
 
 def _link_from(d: dict | None) -> Link | None:

@@ -1,4 +1,4 @@
-"""Cost formulas: collective time (alpha-beta) and the named-strategy path's compute per step.
+"""Cost formulas: collective time (alpha-beta), DDP's buckets and their overlap, the optimizer's traffic.
 
 Pure functions of numbers, each with its source (``reference/cost-model.md``).  Times are seconds,
 sizes bytes, bandwidths bytes/s unless a name says otherwise.  ``n`` is the participant count.
@@ -21,19 +21,14 @@ overlap — the step takes the slower tier, the intra-node reduce-scatter and al
 they share the NVLinks — while latencies add.  On 2-4 nodes of 8xH100 with 8x400G IB this gives
 390-403 GB/s busbw against 365-470 measured (collective-bench.md §3); ``pipelined=False`` adds the tiers.
 
-Memory (ZeRO model states, activations) lives in :mod:`gpucomm.advisor.memory`, which both the planner
-and the named strategies (:mod:`gpucomm.advisor.plan`) call.
-
-Compute (Transformer Math 101): ``6 Psi D`` FLOPs per step for D tokens, 2 forward + 4 backward.  Used by
-the named strategies and their calibration, which know a parameter count but not always an architecture;
-the planner counts ``6 N_mm + 12 L h s`` per token (:meth:`gpucomm.models.Architecture.flops_per_token`).
+Memory lives in :mod:`gpucomm.advisor.memory`, compute and the step in :mod:`gpucomm.advisor.timing`; model
+FLOPs are ``6 N_mm + 12 L h s`` per token (:meth:`gpucomm.models.Architecture.flops_per_token`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gpucomm import collectives
 
@@ -41,8 +36,6 @@ __all__ = [
     "DDP_BUCKET_CAP_BYTES",
     "DDP_FIRST_BUCKET_BYTES",
     "OPTIMIZER_BYTES_TOUCHED",
-    "PRECISIONS",
-    "Precision",
     "bucket_sizes",
     "hierarchical_s",
     "overlapped_exposed_s",
@@ -50,7 +43,6 @@ __all__ = [
     "ring_all_reduce_s",
     "ring_broadcast_s",
     "ring_reduce_scatter_s",
-    "train_flops",
     "tree_all_reduce_s",
 ]
 
@@ -67,34 +59,6 @@ OPTIMIZER_BYTES_TOUCHED = {"adam": 28, "sgd": 20}
 Adam reads weights, gradients, both moments and writes weights and moments: 7 fp32 streams = 28 B;
 SGD with momentum: weights r/w, gradient r, momentum r/w = 5 streams = 20 B.  Our count, not a citation.
 """
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Precision:
-    """Bytes per parameter a precision mode keeps, and the dtype its matrix math runs in."""
-
-    name: str
-    weight_bytes: int
-    grad_bytes: int
-    """Also the bytes per parameter that gradient collectives move."""
-    optimizer_bytes: dict[str, int]
-    """K, by optimizer: Adam's state (+ an fp32 master copy in mixed precision); SGD with momentum."""
-    compute_dtype: str
-
-
-PRECISIONS: dict[str, Precision] = {p.name: p for p in (
-    # fp32: weights 4 + grads 4 + Adam moments 8 = 16 Psi; SGD momentum 4.
-    Precision(name="fp32", weight_bytes=4, grad_bytes=4, optimizer_bytes={"adam": 8, "sgd": 4},
-              compute_dtype="fp32"),
-    # torch.autocast: parameters and gradients stay fp32, matmuls run in bf16.
-    Precision(name="bf16-autocast", weight_bytes=4, grad_bytes=4, optimizer_bytes={"adam": 8, "sgd": 4},
-              compute_dtype="bf16"),
-    # ZeRO's mixed precision: bf16 weights and grads, fp32 master + moments (K = 12); SGD: master + momentum.
-    Precision(name="bf16", weight_bytes=2, grad_bytes=2, optimizer_bytes={"adam": 12, "sgd": 8},
-              compute_dtype="bf16"),
-    Precision(name="fp16", weight_bytes=2, grad_bytes=2, optimizer_bytes={"adam": 12, "sgd": 8},
-              compute_dtype="fp16"),
-)}
 
 
 def _check_n(n: int) -> None:
@@ -200,8 +164,3 @@ def overlapped_exposed_s(sizes: Sequence[float], times: Sequence[float], window_
         ready = start_s + window_s * done / total
         end = max(end, ready) + t
     return max(0.0, end - (start_s + window_s))
-
-
-def train_flops(psi: int, tokens: float) -> float:
-    """Training FLOPs per step: ``6 Psi D`` (2 forward + 4 backward; Transformer Math 101)."""
-    return 6 * psi * tokens

@@ -2,8 +2,8 @@
 
 Every number carries its source.  Link bandwidths are the *collective* bandwidths NCCL achieves (busbw,
 GB/s = 10^9 B/s per direction, nccl-tests' convention), not signalling rates, because the cost model's
-ring formula ``2(n-1)/n * S/B`` is written in those units (``reference/cost-model.md`` §1.1).  Where no
-reference gives a number the entry says "derived:" and how, or "assumed:" — and calibration
+ring formula ``2(n-1)/n * S/B`` is written in those units (nccl-tests' ``doc/PERFORMANCE.md``).  Where no
+public source gives a number the entry says "derived:" and how, or "assumed:" — and calibration
 (``gpucomm advise --calibrate``) replaces it with a measurement.
 
 Semantics:
@@ -15,7 +15,7 @@ Semantics:
   :func:`with_network` swaps the network (``--network roce-400x8``).
 
 .. note::
-   Peak matrix TFLOP/s are not in our reference files; they are NVIDIA's datasheet figures for dense
+   Peak matrix TFLOP/s are NVIDIA's datasheet figures for dense
    math (no sparsity), cited by datasheet name.  Training never reaches them: the step-time model applies
    a stated MFU or a measured compute time.
 """
@@ -88,15 +88,15 @@ class HardwareProfile:
         return None if tf is None else tf * 1e12
 
 
-_DS_H100 = "NVIDIA H100 Tensor Core GPU datasheet, SXM5 column, dense (not in reference files)"
-_DS_H200 = "NVIDIA H200 Tensor Core GPU datasheet, SXM column, dense (not in reference files)"
-_DS_A100 = "NVIDIA A100 Tensor Core GPU datasheet, 80GB SXM/PCIe, dense (not in reference files)"
-_DS_H100P = "NVIDIA H100 Tensor Core GPU datasheet, PCIe column, dense (not in reference files)"
+_DS_H100 = "NVIDIA H100 Tensor Core GPU datasheet, SXM5 column, dense"
+_DS_H200 = "NVIDIA H200 Tensor Core GPU datasheet, SXM column, dense"
+_DS_A100 = "NVIDIA A100 Tensor Core GPU datasheet, 80GB SXM/PCIe, dense"
+_DS_H100P = "NVIDIA H100 Tensor Core GPU datasheet, PCIe column, dense"
 
-_ALPHA_NVLINK = ("derived: 13.67 us for an 8 B all_reduce on 8xH100 (exemplar-performance README, "
-                 "collective-bench.md §3) / 2(n-1)=14 ring steps = 0.98 us per step")
-_H_BW = ("365 GB/s: 8xH200 all_reduce with NVLS off, 365.6 GB/s busbw (ml-engineering network/README.md, "
-         "collective-bench.md §3); ring on H100 365-370 for 2-8 GPUs (NCCL #1455). NVLS is off by policy")
+_ALPHA_NVLINK = ("derived: 13.67 us for an 8 B all_reduce on 8xH100 (NVIDIA/exemplar-performance "
+                 "microbenchmarks/nccl/README.md, DGX H100) / 2(n-1)=14 ring steps = 0.98 us per step")
+_H_BW = ("365 GB/s: 8xH200 all_reduce with NVLS off, 365.6 GB/s busbw (stas00/ml-engineering network/README.md); "
+         "ring on H100 365-370 for 2-8 GPUs (NVIDIA/nccl #1455). NVLS is off by policy")
 
 NVSWITCH_H = Link(name="nvlink4-nvswitch", bandwidth_gbps=365.0, alpha_us=0.98,
                   source=f"bandwidth {_H_BW}; alpha {_ALPHA_NVLINK}")
@@ -104,17 +104,17 @@ NVSWITCH_A100 = Link(name="nvlink3-nvswitch", bandwidth_gbps=240.0, alpha_us=0.9
                      source="derived: NVLink 3 = 300 GB/s per direction (A100 datasheet) x 0.8, NCCL's ~20% "
                             "protocol overhead on NVLink 4 (sjeaugey, nccl-tests #212); alpha assumed as NVLink 4")
 PCIE_GEN5 = Link(name="pcie-gen5", bandwidth_gbps=48.0, alpha_us=0.98,
-                 source="all_reduce busbw over PCIe Gen5: 48 GB/s (GTC24 slide, collective-bench.md §3); "
-                        "alpha assumed as NVLink's (no reference figure) — calibrate")
+                 source="all_reduce busbw over PCIe Gen5: 48 GB/s (NVIDIA GTC 2024 NCCL talk); "
+                        "alpha assumed as NVLink's (no public figure) — calibrate")
 PCIE_GEN4 = Link(name="pcie-gen4", bandwidth_gbps=24.0, alpha_us=0.98,
                  source="derived: half of Gen5's 48 GB/s (Gen4 signals at half Gen5's lane rate); "
-                        "alpha assumed as NVLink's (no reference figure) — calibrate")
+                        "alpha assumed as NVLink's (no public figure) — calibrate")
 
 NETWORKS: dict[str, Link] = {
     "ib-ndr400x8": Link(name="ib-ndr400x8", bandwidth_gbps=8 * 48.0, alpha_us=14.0,
                         source="48 GB/s all_reduce busbw per 400G NIC (GTC24; sjeaugey nccl-tests #119) x 8 NICs; "
                                "DGX H100 8x400G measured 380 GB/s (GTC24). alpha: NCCL tuning.cc network "
-                               "per-hop latency, Ring/Simple 14 us (cost-model.md §1.2)"),
+                               "per-hop latency, Ring/Simple 14 us (NVIDIA/nccl src/graph/tuning.cc)"),
     "ib-edr100x8": Link(name="ib-edr100x8", bandwidth_gbps=8 * 12.0, alpha_us=14.0,
                         source="derived: half of HDR 200G's 24 GB/s per NIC (EDR signals at half HDR's rate) x 8 "
                                "NICs: the 100 GB/s per DGX-2H server of Shoeybi et al. 2019 (Megatron-LM, Sec. 5) "
@@ -164,7 +164,7 @@ _HOPPER_GEMM = (0.45, "assumed: Hopper's 989 TFLOP/s dense peak is quoted at boo
                       "those published rows in view — calibrate with your own train records")
 _HOPPER_ATTN = (0.35, "FlashAttention-2 reaches only 35% of an H100's peak (Shah et al. 2024, "
                        "FlashAttention-3, abstract); FA3 reaches 75% where it is used — calibrate")
-_V100 = "NVIDIA V100 Tensor Core GPU datasheet, SXM2 32 GB (not in reference files)"
+_V100 = "NVIDIA V100 Tensor Core GPU datasheet, SXM2 32 GB"
 
 NVLINK2 = Link(name="nvlink2-cube-mesh", bandwidth_gbps=120.0, alpha_us=0.98,
                source="derived: NVLink 2 = 150 GB/s per direction per V100 (6 links x 25 GB/s, datasheet) x 0.8 "
@@ -179,11 +179,11 @@ PROFILES: dict[str, HardwareProfile] = {p.name: p for p in (
     _gpu("h200-nvswitch", "8x H200 SXM, NVLink 4 + NVSwitch; 8x IB NDR 400G between machines",
          _HOPPER_TF, _DS_H200, 150109880320 / GiB, "usable 150,109,880,320 B = 139.8 GiB, the total memory "
          "the driver reports on our H200 (env block of benchmarks/results/train-gpt124m_h200x1_2026-12-02/records.jsonl; 141 GB on the datasheet)",
-         4800, "4.8 TB/s HBM3e (collective-bench.md §3); 4254 GB/s measured device copy on our H200",
+         4800, "4.8 TB/s HBM3e (NVIDIA H200 datasheet); 4254 GB/s measured device copy on our H200",
          NVSWITCH_H, "ib-ndr400x8", gemm=_HOPPER_GEMM,
          attention=_HOPPER_ATTN),
     _gpu("h100-nvswitch", "8x H100 SXM 80GB, NVLink 4 + NVSwitch; 8x IB NDR 400G between machines",
-         _HOPPER_TF, _DS_H100, 79.25, _USABLE_80, 3350, "3.35 TB/s HBM3 (collective-bench.md §3)",
+         _HOPPER_TF, _DS_H100, 79.25, _USABLE_80, 3350, "3.35 TB/s HBM3 (NVIDIA H100 datasheet, SXM5)",
          NVSWITCH_H, "ib-ndr400x8", gemm=_HOPPER_GEMM,
          attention=_HOPPER_ATTN),
     _gpu("h100-96gb-nvswitch", "8x H100 96GB HBM2e at 500 W (Meta Grand Teton, where torchtitan's H100 "

@@ -55,6 +55,7 @@ into exit status 2.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +103,7 @@ def vpp_misfits(stages: tuple[int, ...], vpp: int) -> list[int]:
             if n % vpp and not ((r == 0 or r == last) and (n + 1) % vpp == 0)]
 
 
+@functools.lru_cache(maxsize=4096)
 def balanced_stages(layers: int, pp: int) -> tuple[int, ...]:
     """``layers`` over ``pp`` stages as evenly as possible, the first ``layers mod pp`` stages one more."""
     q, r = divmod(layers, pp)

@@ -101,6 +101,7 @@ outside PyTorch's allocator) against the usable capacity the driver reports.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from gpucomm.advisor.job import Job
@@ -206,6 +207,7 @@ def activation_terms(arch: Architecture, ac: str, flash: bool = True, s: float =
 
 
 
+@functools.lru_cache(maxsize=4096)
 def layer_bytes(arch: Architecture, ac: str, *, flash: bool, s: float, autocast: bool, compute_bytes: int) -> float:
     """One layer's stored activations in bytes per ``s b h`` for the job's numerics (:func:`activation_terms`):
     16-bit terms as derived, doubled for fp32 compute (dropout masks stay 1 byte); the residual stream fp32
@@ -264,20 +266,29 @@ def shard_size(layout: Layout, gpus_per_node: int) -> int:
     return n
 
 
+@functools.lru_cache(maxsize=1024)
+def _sizes(arch: Architecture) -> tuple[float, float, float, float, float, float]:
+    """(params, matmul params, one layer's params, one layer's matmul params, embedding, norm + head) of ``arch``."""
+    vh = arch.vocab * arch.hidden
+    return (float(arch.params()), float(arch.matmul_params()), float(arch.layer_params()),
+            (arch.matmul_params() - vh) / arch.layers, float(arch.embedding_params()),
+            float(arch.norm_params() + (arch.head_params() or vh)))  # a tied head is a copy on the last stage
+
+
 def stage_params(arch: Architecture, layout: Layout, stage: int) -> tuple[float, float]:
     """(parameters, matrix-multiply parameters) of pipeline stage ``stage`` (0 = first), before the tp split."""
+    params, matmul, layer, layer_mm, embedding, head = _sizes(arch)
     if layout.pp == 1:
-        return float(arch.params()), float(arch.matmul_params())
+        return params, matmul
     stages = layout.stage_layers(arch.layers)
     n = stages[stage]
-    p = n * arch.layer_params()
-    mm = n * (arch.matmul_params() - arch.vocab * arch.hidden) / arch.layers
+    p, mm = n * layer, n * layer_mm
     if stage == 0:
-        p += arch.embedding_params()
+        p += embedding
     if stage == len(stages) - 1:
-        p += arch.norm_params() + (arch.head_params() or arch.vocab * arch.hidden)  # a tied head: a copy there
+        p += head
         mm += arch.vocab * arch.hidden
-    return float(p), float(mm)
+    return p, mm
 
 
 def in_flight(layout: Layout, stage: int, layers: int, micro_batches: int) -> float:
@@ -289,16 +300,20 @@ def in_flight(layout: Layout, stage: int, layers: int, micro_batches: int) -> fl
     return chunks * layers / vpp
 
 
-def _device(replica: dict[str, float], wrap: str, colocated: int) -> dict[str, float]:
-    """One device's terms from one replica's, when ``colocated`` replicas share it.  DataParallel's replicas
-    share device 0's model states and loss (computed once on the gathered outputs) but each holds a copy of
-    the weights and its own activations; other wrappers' replicas hold everything of their own."""
+_FIELDS = ("params", "grads", "optimizer", "activations", "loss", "autocast", "buffers")
+
+
+def _device(replica: tuple[float, ...], wrap: str, colocated: float) -> tuple[float, ...]:
+    """One device's terms (in :data:`_FIELDS` order) from one replica's, when ``colocated`` replicas share it.
+    DataParallel's replicas share device 0's model states and loss (computed once on the gathered outputs) but
+    each holds a copy of the weights and its own activations and casts; other wrappers' replicas hold
+    everything of their own."""
+    if colocated == 1:
+        return replica
     if wrap != "dataparallel":
-        return {k: colocated * v for k, v in replica.items()}
-    out = dict(replica)
-    for k in ("params", "activations", "autocast"):
-        out[k] = replica[k] * colocated
-    return out
+        return tuple(colocated * v for v in replica)
+    w, g, opt, acts, loss, cast, buf = replica
+    return (w * colocated, g, opt, acts * colocated, loss, cast * colocated, buf)
 
 
 def memory(job: Job, layout: Layout, margin_bytes: float | None = None) -> MemoryTerms:
@@ -309,8 +324,9 @@ def memory(job: Job, layout: Layout, margin_bytes: float | None = None) -> Memor
     arch, L, prec = job.arch, layout, job.precision
     flash = job.kernels == "fused"
     tp, wrap, c = L.tp, L.wrap, prec.compute_bytes
+    gathered = L.shard in GATHERED
     # FSDP's mixed precision computes on gathered 16-bit weights: no autocast, a 16-bit residual stream
-    cast = prec.autocast and L.shard not in GATHERED
+    cast = prec.autocast and not gathered
     n = shard_size(L, job.gpus_per_node)
     zero = {"none": 0, "zero1": 1, "zero2": 2}.get(L.shard, 3)
     m = job.global_batch // (L.dp * L.mb)
@@ -320,14 +336,22 @@ def memory(job: Job, layout: Layout, margin_bytes: float | None = None) -> Memor
     working = layer_bytes(arch, "none", flash=flash, s=s, autocast=cast, compute_bytes=c) * sbh
     # persistent gradient buffers: replicated's bucket views, the 16-bit-weight stacks' contiguous buffers
     persistent = wrap == "replicated" or prec.weights != "fp32"
+    regather = L.regather
+    unit = _sizes(arch)[2] / tp
     stages = L.stage_layers(arch.layers)
+    last_r = len(stages) - 1
     # the heaviest stage is the first, the last, or the first stage of each layer count (it holds the most
     # micro-batches of that size): no need to visit all pp of them
-    firsts = {n: r for r, n in reversed(list(enumerate(stages)))}
-    best: MemoryTerms | None = None
-    for r in sorted({0, len(stages) - 1, *firsts.values()}):
+    visit = {0, last_r}
+    seen: set[int] = set()
+    for r, k in enumerate(stages):
+        if k not in seen:
+            seen.add(k)
+            visit.add(r)
+    best, best_sum, best_r = (), -1.0, 0
+    for r in sorted(visit):
         (p_all, mm_all), layers = stage_params(arch, L, r), stages[r]
-        last = r == len(stages) - 1
+        last = r == last_r
         p, mm = p_all / tp, mm_all / tp
         w, g, opt = model_state_terms(zero, p, n, weight_bytes=prec.weight_bytes, grad_bytes=prec.grad_bytes,
                                       optimizer_bytes=prec.optimizer_bytes)
@@ -344,30 +368,27 @@ def memory(job: Job, layout: Layout, margin_bytes: float | None = None) -> Memor
             head = arch.vocab * arch.hidden / tp if last else 0.0
             autocast = 2.0 * (head if L.ac == "full" else mm)
         grads_a = g if (m > 1 or persistent) else 0.0
-        unit = arch.layer_params() / tp
         buffers = 0.0
-        if L.shard in GATHERED:
+        if gathered:
             buffers = (2 * c + prec.grad_bytes) * unit
             if L.shard == "zero3":
                 buffers = min(buffers, c * _ZERO3_LIVE_PARAMS + prec.grad_bytes * _ZERO3_REDUCE_BUCKET)
-            if L.regather in ("bwd", "step"):
+            if regather in ("bwd", "step"):
                 buffers += c * p
-            if L.regather == "step":
+            if regather == "step":
                 buffers += prec.grad_bytes * p
         elif L.shard in ("zero1", "zero2"):
             buffers = min(BUCKET_BYTES, g)
         elif wrap == "ddp" and not persistent:
             buffers = prec.grad_bytes * p  # DDP's buckets: a second copy of the gradients
-        at_backward = dict(params=w, grads=grads_a, optimizer=opt, activations=acts, loss=loss, autocast=autocast,
-                           buffers=buffers)
-        at_step = dict(params=w, grads=g, optimizer=opt, activations=0.0, loss=0.0, autocast=0.0,
-                       buffers=0.0 if L.shard in GATHERED else buffers)
-        terms = max((_device(t, wrap, job.colocated) for t in (at_backward, at_step)), key=lambda t: sum(t.values()))
-        margin = ALLOCATOR_MARGIN_BYTES if margin_bytes is None else margin_bytes
-        runtime = RUNTIME_BYTES
-        if job.profile.memory_bytes is None:  # CPU: no device capacity, no CUDA context
-            margin = runtime = 0.0
-        cand = MemoryTerms(**terms, margin=margin, runtime=runtime, stage=r)
-        if best is None or cand.total > best.total:
-            best = cand
-    return best  # type: ignore[return-value]  (stage 0 always exists)
+        for phase in ((w, grads_a, opt, acts, loss, autocast, buffers),  # the start of backward
+                      (w, g, opt, 0.0, 0.0, 0.0, 0.0 if gathered else buffers)):  # the optimizer step
+            terms = _device(phase, wrap, job.colocated)
+            total = sum(terms)
+            if total > best_sum:
+                best, best_sum, best_r = terms, total, r
+    margin = ALLOCATOR_MARGIN_BYTES if margin_bytes is None else margin_bytes
+    runtime = float(RUNTIME_BYTES)
+    if job.profile.memory_bytes is None:  # CPU: no device capacity, no CUDA context
+        margin = runtime = 0.0
+    return MemoryTerms(**dict(zip(_FIELDS, best, strict=True)), margin=margin, runtime=runtime, stage=best_r)

@@ -8,23 +8,26 @@ activation checkpointing none, selective, op, full; ``vpp`` 1, 2, 4 when pipelin
 (``--layout``) are not searched.  Memory is computed first (it is cheap) and layouts that do not fit are
 not timed unless nothing fits.
 
-Ranking: fitting layouts by predicted tokens/s; the recommendation is the *simplest* layout within
-:data:`TIE_MARGIN` of the fastest (fewest parallel dimensions and features in use: a smaller predicted gain
-is below the model's accuracy and no reason to run a harder setup).
+Ranking (:func:`rank`): fitting layouts by predicted step time; the recommendation is the *simplest* layout
+within :data:`TIE_MARGIN` of the fastest (fewest parallel dimensions and features in use, then DDP before
+replicated before DataParallel: a smaller predicted gain is below the model's accuracy and no reason to run a
+harder setup).  Each row's reason states its own step time.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 
 from gpucomm.advisor import layout as lay
+from gpucomm.advisor import measured
 from gpucomm.advisor.job import Job
 from gpucomm.advisor.layout import Layout
 from gpucomm.advisor.memory import MemoryTerms, memory
 from gpucomm.advisor.timing import StepTime, step_time
 
-__all__ = ["MAX_MB", "TIE_MARGIN", "Job", "Plan", "evaluate", "search", "simplicity"]
+__all__ = ["MAX_MB", "TIE_MARGIN", "Job", "Plan", "candidates", "evaluate", "rank", "search", "simplicity"]
 
 MAX_MB = 16
 """Largest micro-batch searched (sequences); a --layout may give any."""
@@ -51,12 +54,16 @@ class Plan:
         return self.capacity is None or self.memory.total <= self.capacity
 
 
+_WRAP_ORDER = {"none": 0, "ddp": 0, "replicated": 1, "dataparallel": 2}
+"""DDP (or none) before our one-process replicated, before DataParallel: among layouts within the tie margin."""
+
+
 def simplicity(layout: Layout) -> tuple[int, ...]:
-    """Smaller is simpler: parallel dimensions and features in use, then sizes."""
+    """Smaller is simpler: parallel dimensions and features in use, then sizes, then the wrapper."""
     used = ((layout.tp > 1) + (layout.pp > 1) + (layout.cp > 1) + (layout.vpp > 1) + (layout.shard != "none")
-            + (layout.ac != "none"))
+            + (layout.ac != "none") + layout.tp_overlap + layout.ag_overlap)
     return (used, layout.pp, layout.tp, layout.cp, lay.SHARDS.index(layout.shard), lay.AC.index(layout.ac),
-            -layout.mb)
+            _WRAP_ORDER.get(layout.wrap, 3), -layout.mb)
 
 
 def _memory(job: Job, layout: Layout) -> MemoryTerms:
@@ -72,10 +79,7 @@ def evaluate(job: Job, layout: Layout) -> Plan:
 
 
 def _timed(job: Job, plan: Plan) -> Plan:
-    t = step_time(job.arch, plan.layout, job.profile, global_batch=job.global_batch, seq=job.seq,
-                  gpus_per_node=job.gpus_per_node, efficiency=job.efficiency, dtype=job.dtype,
-                  weight_bytes=job.precision.compute_bytes, grad_bytes=job.precision.grad_bytes,
-                  kernels=job.kernels)
+    t = step_time(job, plan.layout, measured.parts(job, plan.layout))
     plan.time = t
     plan.tokens_per_s_per_gpu = job.global_batch * job.seq / t.step_s / job.gpus
     peak = job.profile.peak_flops(job.dtype) or float("inf")
@@ -83,7 +87,8 @@ def _timed(job: Job, plan: Plan) -> Plan:
     return plan
 
 
-def _divisors(n: int) -> list[int]:
+@functools.lru_cache(maxsize=1024)
+def _divisors(n: int) -> tuple[int, ...]:
     """Divisors of ``n``, ascending (trial division up to the square root: fast for a global batch of 1e9)."""
     small, large = [], []
     d = 1
@@ -93,7 +98,7 @@ def _divisors(n: int) -> list[int]:
             if d * d != n:
                 large.append(n // d)
         d += 1
-    return small + large[::-1]
+    return tuple(small + large[::-1])
 
 
 _PASSED = ("stages", "reshard", "tp_overlap", "ag_overlap", "wrapper")
@@ -104,6 +109,8 @@ def candidates(job: Job, fixed: dict) -> list[Layout]:
     """Every layout consistent with the ``fixed`` keys that passes :func:`~gpucomm.advisor.layout.check`."""
     n, g = job.gpus, job.gpus_per_node
     keep = {k: fixed[k] for k in _PASSED if k in fixed}
+    if "stages" in keep and sum(keep["stages"]) != job.arch.layers:
+        return []  # search() lets layout.check name the rule
     one_process = keep.get("wrapper") in lay.ONE_PROCESS
     tps = [t for t in ([fixed["tp"]] if "tp" in fixed else _divisors(job.arch.heads))
            if t <= g and n % t == 0 and job.arch.heads % t == 0]
@@ -141,15 +148,15 @@ def candidates(job: Job, fixed: dict) -> list[Layout]:
 
 def search(job: Job, fixed: dict | None = None, *, top: int = 10) -> list[Plan]:
     """Rank the layouts consistent with ``fixed``: the recommendation first, then the other fitting ones
-    by predicted tokens/s, up to ``top`` rows in all, then (when nothing fits) the least over-full ones.
+    by predicted step time, up to ``top`` rows in all, then (when nothing fits) the least over-full ones.
 
     Raises:
         LayoutError: the fixed keys admit no layout at all (the message says which check failed).
+        ValueError: no layout can be priced on this profile (the first reason).
     """
     fixed = dict(fixed or {})
     if all(k in fixed for k in ("tp", "pp", "cp", "dp", "shard", "mb", "ac")):
-        plan = evaluate(job, Layout(**fixed))
-        return _rank([plan] if plan.fits else [], [] if plan.fits else [plan])
+        return rank([evaluate(job, Layout(**fixed))], top=top)
     layouts = candidates(job, fixed)
     if not layouts:
         # Build the closest layout from the fixed keys to let check() name the broken rule.
@@ -163,56 +170,76 @@ def search(job: Job, fixed: dict | None = None, *, top: int = 10) -> list[Plan]:
     cap = job.profile.memory_bytes
     plans = [Plan(layout=lo, memory=_memory(job, lo), time=None, capacity=cap) for lo in layouts]
     fitting = [p for p in plans if p.fits]
-    if fitting:
-        timed = [_timed(job, p) for p in fitting]
-        return _rank(timed, [], top=top)
-    over = sorted(plans, key=lambda p: p.memory.total)[:top]
-    return _rank([], [_timed(job, p) for p in over], top=top)
+    pool = fitting or sorted(plans, key=lambda p: p.memory.total)[:top]
+    timed, errors = [], []
+    for p in pool:
+        try:
+            timed.append(_timed(job, p))
+        except ValueError as exc:
+            errors.append(str(exc))
+    if not timed:
+        raise ValueError(errors[0])
+    return rank(timed, top=top)
 
 
 def _gib(x: float) -> str:
     return f"{x / 2**30:.1f} GiB"
 
 
-def _rank(ok: list[Plan], flagged: list[Plan], *, top: int = 10) -> list[Plan]:
-    ok = sorted(ok, key=lambda p: -p.tokens_per_s_per_gpu)
+def _ms(s: float) -> str:
+    return f"{s * 1e3:,.1f} ms" if s < 10 else f"{s:,.2f} s"
+
+
+def rank(plans: list[Plan], *, top: int = 10) -> list[Plan]:
+    """Order ``plans`` and set ``rank`` (1 = recommended; None = does not fit) and ``reason``.
+
+    Fitting plans are ordered by predicted step time, except that the recommendation is the *simplest*
+    plan within :data:`TIE_MARGIN` of the fastest (fewest parallel dimensions and features, then DDP before
+    replicated before DataParallel); at most ``top`` of them, then those that do not fit.
+    """
+    ok = sorted((p for p in plans if p.fits), key=lambda p: p.time.step_s)
+    flagged = [p for p in plans if not p.fits]
     if ok:
         best = ok[0]
-        close = [p for p in ok if p.tokens_per_s_per_gpu >= best.tokens_per_s_per_gpu * (1 - TIE_MARGIN)]
+        close = [p for p in ok if p.time.step_s <= best.time.step_s * (1 + TIE_MARGIN)]
         pick = min(close, key=lambda p: simplicity(p.layout))
         ok.remove(pick)
         ok = [pick, *ok][:top]
-        pick.reason = ("fastest predicted layout" if pick is best else
-                       f"simplest layout within {TIE_MARGIN:.0%} of the fastest ({best.layout.label()}, "
-                       f"{best.tokens_per_s_per_gpu:,.0f} tokens/s/GPU)") + f"; {_where(pick)}"
+        pick.reason = (f"fastest predicted: {_ms(pick.time.step_s)} per step" if pick is best else
+                       f"simplest within {TIE_MARGIN:.0%} of the fastest: {_ms(pick.time.step_s)} per step "
+                       f"(the fastest, {best.layout.label()}: {_ms(best.time.step_s)})") + f"; {_where(pick)}"
         for p in ok[1:]:
             p.reason = _loser(p, pick)
     for i, p in enumerate(ok, 1):
         p.rank = i
     for p in flagged:
         p.rank = None
-        p.reason = (f"does not fit: {_gib(p.memory.total)} > {_gib(p.capacity or 0)} "
+        p.reason = (f"{_ms(p.time.step_s)} per step, but does not fit: {_gib(p.memory.total)} > {_gib(p.capacity or 0)} "
                     f"(largest term: {max(p.memory.as_dict().items(), key=lambda kv: kv[1])[0]})")
     return ok + flagged
 
 
 def _where(p: Plan) -> str:
     t = p.time
-    parts = {"compute": t.compute_s, "pipeline bubble": t.bubble_s, "tensor-parallel comm": t.tp_s,
-             "data-parallel comm (exposed)": t.dp_exposed_s, "pipeline p2p": t.p2p_s,
-             "context-parallel comm (exposed)": t.cp_exposed_s}
-    what, sec = max(((k, v) for k, v in parts.items() if k != "compute"), key=lambda kv: kv[1])
+    parts = {"pipeline bubble": t.bubble_s, "tensor-parallel comm": t.tp_s, "data-parallel comm (exposed)":
+             t.dp_exposed_s, "pipeline p2p": t.p2p_s, "context-parallel comm (exposed)": t.cp_exposed_s,
+             "wrapper overhead": t.overhead_s}
+    what, sec = max(parts.items(), key=lambda kv: kv[1])
+    if sec <= 0:
+        return f"compute {t.compute_s / t.step_s:.0%} of the step"
     return f"compute {t.compute_s / t.step_s:.0%} of the step, largest overhead {what} {sec / t.step_s:.0%}"
 
 
 def _loser(p: Plan, best: Plan) -> str:
-    slower = 1 - p.tokens_per_s_per_gpu / best.tokens_per_s_per_gpu
+    slower = p.time.step_s / best.time.step_s - 1
     a, b = p.time, best.time
     diffs = {"compute (recomputation, smaller GEMMs)": a.compute_s - b.compute_s,
              "pipeline bubble": a.bubble_s - b.bubble_s, "tensor-parallel comm": a.tp_s - b.tp_s,
              "exposed data-parallel comm": a.dp_exposed_s - b.dp_exposed_s, "pipeline p2p": a.p2p_s - b.p2p_s,
-             "exposed context-parallel comm": a.cp_exposed_s - b.cp_exposed_s}
+             "exposed context-parallel comm": a.cp_exposed_s - b.cp_exposed_s,
+             "wrapper overhead (host time, slowdown)": a.overhead_s - b.overhead_s}
     what, delta = max(diffs.items(), key=lambda kv: kv[1])
+    own = f"{_ms(a.step_s)} per step"
     if slower <= TIE_MARGIN:
-        return f"within {TIE_MARGIN:.0%} of the recommendation but less simple"
-    return f"{slower:.0%} fewer tokens/s: +{delta * 1e3:,.0f} ms {what} per step"
+        return f"{own}: within {TIE_MARGIN:.0%} of the recommendation, which is simpler"
+    return f"{own}, {slower:.0%} slower than the recommendation: +{_ms(delta)} {what}"

@@ -78,8 +78,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpucomm.advisor import cost
+from gpucomm.advisor import cost, wrappers
+from gpucomm.advisor.fits import collective_time_s
 from gpucomm.advisor.hardware import HardwareProfile
+from gpucomm.advisor.job import Job
 from gpucomm.advisor.layout import Layout
 from gpucomm.advisor.memory import activation_terms, shard_size
 from gpucomm.advisor.memory import stage_params as memory_stage_params
@@ -136,7 +138,9 @@ class StepTime:
     optimizer_s: float
     micro_batches: int
     efficiency: float
-    """The GEMM efficiency used (fraction of peak)."""
+    """The GEMM efficiency used (fraction of peak; 0 when compute came from measured steps)."""
+    overhead_s: float = 0.0
+    """The wrapper's host cost and compute slowdown (:mod:`gpucomm.advisor.wrappers`)."""
 
     @property
     def exposed_comm_s(self) -> float:
@@ -145,6 +149,29 @@ class StepTime:
     @property
     def comm_s(self) -> float:
         return self.tp_s + self.cp_exposed_s + self.p2p_s + self.dp_total_s
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ComputeParts:
+    """One micro-batch on one GPU, as a step is assembled from it (seconds)."""
+
+    t_mb: float
+    """Forward + backward (+ recomputation) of ``per_stage`` layers and of the head with its loss."""
+    t_head: float
+    """The head and the loss, inside ``t_mb`` (the last pipeline stage runs them)."""
+    gemm_fwd_s: float
+    """One layer's forward GEMMs: what overlapped tensor-parallel communication can hide behind."""
+    attn_fwd_s: float
+    """One layer's attention forward: what context-parallel communication hides behind."""
+    per_stage: int
+    """Layers ``t_mb`` counts."""
+    fixed_s: float | None = None
+    """A measured per-step cost (optimizer and per-step host work) replacing the optimizer estimate; None:
+    estimated from the bytes the optimizer touches."""
+    loss_s: float = 0.0
+    """The loss alone, per micro-batch (DataParallel runs it on device 0 for every replica)."""
+    efficiency: float = 0.0
+    """The GEMM efficiency used (0 for measured compute)."""
 
 
 def size_factor(h_per_gpu: float, tokens: float) -> float:
@@ -218,21 +245,37 @@ def _links(profile: HardwareProfile) -> tuple[tuple[float, float], tuple[float, 
     return intra, inter
 
 
-def _group_s(profile: HardwareProfile, op: str, nbytes: float, n: int, per_node: int, gpus_per_node: int) -> float:
+class CollectiveUnknown(ValueError):
+    """A calibrated profile without a figure for a collective it is asked to price (one line, with the fix)."""
+
+
+def _group_s(profile: HardwareProfile, op: str, nbytes: float, n: int, per_node: int, gpus_per_node: int,
+             scope: str = "process") -> float:
     """A collective over ``n`` GPUs placed ``per_node`` to a machine; the machine's NICs are shared by the
-    ``gpus_per_node / per_node`` groups that run at the same time."""
+    ``gpus_per_node / per_node`` groups that run at the same time.  On one machine a calibrated profile's
+    measured figure for (op, n) wins (:func:`gpucomm.advisor.fits.collective_time_s`; ``scope`` "local" for
+    one-process wrappers, "process" otherwise)."""
     if n <= 1 or nbytes <= 0:
         return 0.0
     g = max(1, min(n, per_node))
     m = math.ceil(n / g)
+    if m == 1:
+        measured = collective_time_s(profile.calibration, op, n, nbytes, scope)
+        if measured is not None:
+            return measured
     intra, inter = _links(profile)
+    if not (math.isfinite(intra[0]) and math.isfinite(intra[1])):
+        if (profile.calibration or {}).get("comm_in_wrapper"):
+            return 0.0  # calibrated from train records alone: the wrappers' fitted cost holds the communication
+        raise CollectiveUnknown(f"profile {profile.name!r} has no {op} figure for {n} participants: calibrate it "
+                                f"with gpucomm bench records at n={n} (gpucomm bench --nproc {n})")
     if m > 1 and inter is not None:
         inter = (inter[0] * g / gpus_per_node, inter[1])
     return cost.hierarchical_s(op, nbytes, g, m, intra, inter)
 
 
 def _buckets_s(profile: HardwareProfile, op: str, grads: float, n: int, per_node: int, gpus_per_node: int,
-               window: float) -> tuple[float, float]:
+               window: float, scope: str = "process") -> tuple[float, float]:
     """(exposed, total) of DDP-style buckets produced evenly over ``window`` seconds of backward.
 
     Equal-sized buckets make the finish time of the communication stream ``max_i(ready_i + sum_{j>=i} t_j)``
@@ -241,13 +284,13 @@ def _buckets_s(profile: HardwareProfile, op: str, grads: float, n: int, per_node
     """
     sizes = cost.bucket_sizes(int(grads)) if grads < 64 * cost.DDP_BUCKET_CAP_BYTES else None
     if sizes is not None:
-        times = [_group_s(profile, op, s, n, per_node, gpus_per_node) for s in sizes]
+        times = [_group_s(profile, op, s, n, per_node, gpus_per_node, scope) for s in sizes]
         return cost.overlapped_exposed_s(sizes, times, window), sum(times)
     first, cap = cost.DDP_FIRST_BUCKET_BYTES, cost.DDP_BUCKET_CAP_BYTES
     full, last = divmod(grads - first, cap)
-    t_first = _group_s(profile, op, first, n, per_node, gpus_per_node)
-    t_cap = _group_s(profile, op, cap, n, per_node, gpus_per_node)
-    t_last = _group_s(profile, op, last, n, per_node, gpus_per_node) if last else 0.0
+    t_first = _group_s(profile, op, first, n, per_node, gpus_per_node, scope)
+    t_cap = _group_s(profile, op, cap, n, per_node, gpus_per_node, scope)
+    t_last = _group_s(profile, op, last, n, per_node, gpus_per_node, scope) if last else 0.0
     total = t_first + full * t_cap + t_last
     ready_first = window * first / grads
     ready_second = window * (first + cap) / grads
@@ -302,12 +345,15 @@ def gathered_exposed_s(ag: float, rs: float, fwd: float, bwd: float, units: int,
     return max(0.0, ag - fwd) + max(0.0, rs - bwd) + edge, ag + rs
 
 
-def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, global_batch: int, seq: int,
-              gpus_per_node: int, efficiency: float | None = None, weight_bytes: int = 2,
-              grad_bytes: int = 2, dtype: str = "bf16", kernels: str = "fused") -> StepTime:
-    """Predicted step of ``layout`` (module docstring).  ``efficiency`` overrides the GEMM efficiency
-    (a calibrated value); the size factor still applies.  ``kernels``: "fused" (today's stack) or
-    "unfused" (Megatron-LM 2019's, :func:`unfused_layer_bytes`)."""
+def step_time(job: Job, layout: Layout, measured: ComputeParts | None = None) -> StepTime:
+    """Predicted step of ``layout`` for ``job`` (module docstring).  ``measured``: compute from measured steps
+    (:mod:`gpucomm.advisor.measured`) instead of the datasheet estimate below; ``job.efficiency`` overrides the
+    GEMM efficiency (a calibrated value; the size factor still applies); ``job.kernels``: "fused" (today's
+    stack) or "unfused" (Megatron-LM 2019's, :func:`unfused_layer_bytes`)."""
+    if measured is not None:
+        return _assemble(job, layout, measured)
+    arch, profile, seq = job.arch, job.profile, job.seq
+    efficiency, dtype, kernels = job.efficiency, job.dtype, job.kernels
     if kernels not in KERNELS:
         raise ValueError(f"kernels={kernels!r}: expected one of {'|'.join(KERNELS)}")
     L = layout
@@ -318,7 +364,6 @@ def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, g
     h, tp = arch.hidden, L.tp
     tokens = L.mb * seq / L.cp
     per_stage = math.ceil(arch.layers / L.pp)
-    m = global_batch // (L.dp * L.mb)
 
     layer_mm = arch.matmul_params() - arch.vocab * h  # every layer's matrix weights
     gemm_fwd = 2.0 * layer_mm / arch.layers / tp * tokens * per_stage
@@ -356,25 +401,41 @@ def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, g
         t_attn = max(square / (peak * eff), gemm_bytes / bw)
     t_mb = mm / (peak * eff) + t_attn + ew_bytes / bw
 
-    # The compute above, read as parts (the head with its loss on the last stage, one layer, one layer's forward
-    # GEMMs), so that stages of different sizes and overlapped TP communication can be priced from it.
-    hbm = profile.memory_bw_gbps * 1e9
+    # The compute above, read as parts (the head with its loss on the last stage, one layer's forward GEMMs
+    # and attention), so that stages of different sizes and overlapped communication can be priced from it.
     loss_bytes = (LOSS_BYTES_PER_LOGIT if kernels == "fused" else LOSS_BYTES_PER_LOGIT_UNFUSED) * arch.vocab / tp
-    t_head = 3 * head_fwd / (peak * eff) + loss_bytes * tokens / hbm
-    t_layer = max(0.0, t_mb - t_head) / per_stage
-    t_gemm_fwd = gemm_fwd / per_stage / (peak * eff)
+    t_loss = loss_bytes * tokens / bw
+    parts = ComputeParts(t_mb=t_mb, t_head=3 * head_fwd / (peak * eff) + t_loss, gemm_fwd_s=gemm_fwd / per_stage
+                         / (peak * eff), attn_fwd_s=attn_fwd / per_stage / (peak * attn_eff), per_stage=per_stage,
+                         loss_s=t_loss, efficiency=eff)
+    return _assemble(job, layout, parts)
+
+
+def _assemble(job: Job, layout: Layout, parts: ComputeParts) -> StepTime:
+    """The step from one micro-batch's compute: stages, bubble, TP/CP/PP/DP communication, the wrapper, the
+    optimizer (module docstring)."""
+    arch, L, profile = job.arch, layout, job.profile
+    seq, global_batch, gpus_per_node = job.seq, job.global_batch, job.gpus_per_node
+    weight_bytes, grad_bytes = job.precision.compute_bytes, job.precision.grad_bytes
+    h, tp = arch.hidden, L.tp
+    tokens = L.mb * seq / L.cp
+    m = global_batch // (L.dp * L.mb)
+    share = job.colocated  # participants sharing a device run one after another
+    t_mb, t_head = parts.t_mb * share, parts.t_head * share
+    t_layer = max(0.0, t_mb - t_head) / parts.per_stage
+    scope = "local" if L.one_process else "process"
 
     intra, _ = _links(profile)
     act = tokens * h * _ACT_BYTES
     tp_layer = 0.0
     if tp > 1:
         ar = cost.hierarchical_s("all_reduce", act, tp, 1, intra, None)
-        tp_layer = tp_exposed_s(ar, t_gemm_fwd, tp, L.ac, arch, L.tp_overlap)
+        tp_layer = tp_exposed_s(ar, parts.gemm_fwd_s, tp, L.ac, arch, L.tp_overlap)
     cp_layer = 0.0
     if L.cp > 1:
         kv = L.cp * tokens * 2 * arch.kv_dim / tp * _ACT_BYTES  # K and V of the whole sequence
         ring = 3 * _group_s(profile, "all_gather", kv, L.cp, gpus_per_node // tp, gpus_per_node)
-        cp_layer = max(0.0, ring - 3 * attn_fwd / per_stage / (peak * attn_eff))
+        cp_layer = max(0.0, ring - 3 * parts.attn_fwd_s)
 
     stages = L.stage_layers(arch.layers)
     per_layer = t_layer + tp_layer + cp_layer
@@ -398,10 +459,13 @@ def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, g
     fwd, bwd = t_slow / 3.0, 2.0 * t_slow / 3.0
     unit = max(stages)  # layers a sharded stage gathers one by one
     dp_exposed = dp_total = 0.0
-    if n > 1:
+    if n > 1 and L.wrap == "dataparallel":
+        dp_total = sum(dataparallel_parts(job, L).values())
+        dp_exposed = dp_total + (L.dp - 1) * parts.loss_s  # device 0 also runs every other replica's loss
+    elif n > 1:
         if L.shard in ("none", "zero1", "zero2"):
             op = "all_reduce" if L.shard == "none" else "reduce_scatter"
-            dp_exposed, dp_total = _buckets_s(profile, op, grads, n, per_node, gpus_per_node, bwd)
+            dp_exposed, dp_total = _buckets_s(profile, op, grads, n, per_node, gpus_per_node, bwd, scope)
             if L.shard != "none":
                 ag = _group_s(profile, "all_gather", stage_params * weight_bytes, n, per_node, gpus_per_node)
                 dp_exposed += max(0.0, ag - fwd) if L.ag_overlap else ag  # overlapped with the next forward
@@ -417,11 +481,33 @@ def step_time(arch: Architecture, layout: Layout, profile: HardwareProfile, *, g
                 dp_exposed += max(0.0, ar - bwd)
                 dp_total += ar
 
-    local = stage_params / (shard_size(L, gpus_per_node) if L.shard != "none" else 1)
-    opt = cost.OPTIMIZER_BYTES_TOUCHED["adam"] * local / (profile.memory_bw_gbps * 1e9)
+    if parts.fixed_s is None:
+        local = stage_params / (shard_size(L, gpus_per_node) if L.shard != "none" else 1)
+        opt = cost.OPTIMIZER_BYTES_TOUCHED["adam"] * local / (profile.memory_bw_gbps * 1e9)
+    else:
+        opt = parts.fixed_s * share
+    wc = wrappers.cost(profile, L)
     compute = m * t_slow + opt
-    step = m * slot + bubble + p2p + dp_exposed + opt
+    overhead = wc.per_device_s * n + wc.slowdown * compute
+    step = m * slot + bubble + p2p + dp_exposed + opt + overhead
     tp_s, cp_s = m * stages[slowest] * tp_layer, m * stages[slowest] * cp_layer
     return StepTime(step_s=step, compute_s=compute, tp_s=tp_s, cp_exposed_s=cp_s, bubble_s=bubble,
                     p2p_s=p2p, dp_exposed_s=dp_exposed, dp_total_s=dp_total, optimizer_s=opt, micro_batches=m,
-                    efficiency=eff)
+                    efficiency=parts.efficiency, overhead_s=overhead)
+
+
+def dataparallel_parts(job: Job, layout: Layout) -> dict[str, float]:
+    """``torch.nn.DataParallel``'s communication per step, in its order, none of it overlapped (seconds):
+    replicate the module from device 0 (a broadcast of the stored weights), scatter the inputs (int64 token ids),
+    gather every replica's outputs onto device 0 (the whole batch's logits, in the compute dtype), scatter their
+    gradient back, and after the whole backward reduce the gradients onto device 0."""
+    arch, prec, g = job.arch, job.precision, layout.dp
+    profile, n_local = job.profile, job.gpus_per_node
+    inputs = job.global_batch * job.seq * 8
+    outputs = job.global_batch * job.seq * arch.vocab * prec.compute_bytes
+    args = (g, g, n_local, "local")
+    return {"broadcast weights": _group_s(profile, "broadcast", arch.params() * prec.weight_bytes, *args),
+            "scatter inputs": _group_s(profile, "scatter", inputs, *args),
+            "gather logits": _group_s(profile, "gather", outputs, *args),
+            "scatter logit grads": _group_s(profile, "scatter", outputs, *args),
+            "reduce grads": _group_s(profile, "reduce", arch.params() * prec.grad_bytes, *args)}

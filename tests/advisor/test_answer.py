@@ -1,0 +1,36 @@
+"""What advise decides: the model, named strategies or a search, rows left out with reasons, assumptions."""
+
+import pytest
+
+from gpucomm.advisor import answer, hardware
+from gpucomm.advisor.cli import AdviseConfig
+
+
+def _cfg(**kw):
+    cfg = AdviseConfig(hardware="h200-nvswitch", **kw)
+    cfg.gpus = cfg.gpus or 8
+    return cfg
+
+
+def test_params_give_a_gpt3_family_shape():
+    arch = answer.synthetic_gpt(175e9, 2048)  # GPT-3 175B itself: 96 layers of 12288
+    assert (arch.layers, arch.hidden) == (96, 12288) and arch.params() == pytest.approx(175e9, rel=0.05)
+    assert answer.synthetic_gpt(1e15, 2048).layers == 1720
+
+
+def test_named_strategies_for_trains_models_and_a_search_otherwise():
+    prof = hardware.get("h200-nvswitch")
+    named = answer.advise(_cfg(model="gpt-124m", global_batch=64), prof)
+    assert named.named and {named.names[id(p)] for p in named.plans} == {
+        "dp", "replicated", "ddp", "zero1", "zero2", "zero3", "fsdp"}
+    searched = answer.advise(_cfg(model="llama3-8b", global_batch=16, top=3), prof)
+    assert not searched.named and len(searched.plans) == 3
+
+
+def test_rows_that_do_not_apply_are_left_out_with_their_reason():
+    prof = hardware.get("h200-nvswitch")
+    one = answer.advise(_cfg(model="gpt-124m", global_batch=16, gpus=1), prof)
+    left = dict(one.left_out)
+    assert "single" not in left and "shard over" in left["fsdp"]  # one GPU: nothing to shard over
+    with pytest.raises(ValueError, match="--model 'nosuch'"):
+        answer.architecture(_cfg(model="nosuch"))
