@@ -25,3 +25,12 @@ def test_names_agree_with_the_registry_and_the_shape_table():
     for device_type in ("cuda", "cpu"):
         assert defaults.DEFAULT_MODELS[device_type] in MODELS
         assert defaults.DEFAULT_GLOBAL_BATCH[device_type] % 2 == 0 and defaults.DEFAULT_STEPS[device_type] > 5
+
+
+def test_bf16_means_autocast_over_fp32_weights_everywhere_in_train():
+    from gpucomm.train.config import TOLERANCES, TrainConfig
+
+    assert defaults.RESOLVED_PRECISIONS == {"fp32": "fp32", "bf16": defaults.BF16_AUTOCAST}
+    assert defaults.BF16_AUTOCAST == "bf16-autocast" and set(TOLERANCES) == set(defaults.RESOLVED_PRECISIONS.values())
+    assert set(defaults.PRECISIONS) == {"auto", *defaults.RESOLVED_PRECISIONS}
+    assert TrainConfig(devices=["cpu"], precision="auto").resolved_precision() == defaults.FP32

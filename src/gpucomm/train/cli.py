@@ -160,21 +160,21 @@ def run(args: argparse.Namespace) -> int:
     from gpucomm._console import make_console
     from gpucomm.train.config import ConfigError
     from gpucomm.train.models import ModelError, load_workload
-    from gpucomm.train.plan import resolve
+    from gpucomm.train.requirements import resolve
 
     console = make_console()
     with interrupts() as interrupted:
         try:
             try:
                 config = config_from_args(args)
-                plans = resolve(config)
+                resolved = resolve(config)
                 workload = load_workload(config.model, seed=config.seed, seq_len=config.seq_len)
             except (TypeError, ValueError) as exc:  # ConfigError and ModelError included
                 print(f"gpucomm train: error: {exc}", file=sys.stderr)
                 return 2
             writer = _LazyWriter(config.out, lambda: _env(config))
             try:
-                return _execute(config, plans, workload, console, writer, report=not args.no_report)
+                return _execute(config, resolved, workload, console, writer, report=not args.no_report)
             except (ConfigError, ModelError) as exc:
                 print(f"gpucomm train: error: {exc}", file=sys.stderr)
                 return 2
@@ -222,7 +222,7 @@ def _env(config):
     return collect_env(config.device_type, extra=_extra(config))
 
 
-def _execute(config, plans, workload, console, writer: _LazyWriter, *, report: bool) -> int:
+def _execute(config, resolved, workload, console, writer: _LazyWriter, *, report: bool) -> int:
     from gpucomm.train import compare
 
     launched = compare.under_launcher()
@@ -234,11 +234,11 @@ def _execute(config, plans, workload, console, writer: _LazyWriter, *, report: b
     if lead:
         _header(console, config)
     if launched:
-        cmp = compare.run_launched(config, on_record=on_record, plans=plans)
+        cmp = compare.run_launched(config, on_record=on_record, resolved=resolved)
     else:
-        with _Progress(console, config, plans) as progress:
+        with _Progress(console, config, resolved) as progress:
             cmp = compare.run_comparison(config, on_record=on_record, on_start=progress.start,
-                                         on_step=progress.step, plans=plans, workload=workload)
+                                         on_step=progress.step, resolved=resolved, workload=workload)
     if cmp is None:  # a rank other than 0
         return 0
     return _summarise(console, cmp, config, report=report)
@@ -259,11 +259,11 @@ class _Progress:
 
     _PERIOD_S = 0.5
 
-    def __init__(self, console, config, plans) -> None:
+    def __init__(self, console, config, resolved) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.steps, self.warmup = config.steps, config.warmup_steps
-        self._launched = {p.name: p.world_size for p in plans if p.process_group}
+        self._launched = {p.name: p.world_size for p in resolved if p.process_group}
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                   TextColumn("steps"), TimeElapsedColumn(), console=console,
                                   auto_refresh=False, transient=False)

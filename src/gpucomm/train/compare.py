@@ -46,7 +46,7 @@ from gpucomm.records import TrainRecord
 from gpucomm.train.config import TOLERANCES, ConfigError, TrainConfig
 from gpucomm.train.loop import RunResult, StrategyInterrupted, median_phases, run_strategy
 from gpucomm.train.models import Workload, load_workload
-from gpucomm.train.plan import PlannedStrategy, resolve
+from gpucomm.train.requirements import StrategyRequirements, resolve
 
 __all__ = ["Comparison", "Equality", "compare_runs", "run_comparison", "run_launched", "under_launcher"]
 
@@ -116,15 +116,15 @@ def compare_runs(run: RunResult, reference: RunResult, tolerance: float) -> Equa
                     worst_param=worst_param, tolerance=tolerance)
 
 
-def _oom_message(plan: PlannedStrategy, config: TrainConfig, exc: BaseException) -> str:
-    per_device = config.global_batch // max(1, len(plan.devices))
-    where = f"strategy {plan.name!r}, model {config.model!r}, per-device batch {per_device}"
+def _oom_message(req: StrategyRequirements, config: TrainConfig, exc: BaseException) -> str:
+    per_device = config.global_batch // max(1, len(req.devices))
+    where = f"strategy {req.name!r}, model {config.model!r}, per-device batch {per_device}"
     if config.device_type == "cuda":
-        device = plan.devices[0]
+        device = req.devices[0]
         try:
             free, total = torch.cuda.mem_get_info(device)
             had = f"{device} has {total / 2**30:.1f} GiB ({free / 2**30:.1f} GiB free now)"
-            if not plan.process_group:  # the run was in this process: its allocator saw the peak
+            if not req.process_group:  # the run was in this process: its allocator saw the peak
                 had += f"; the run reached {torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB allocated"
         except (RuntimeError, AssertionError):
             had = f"{device}'s memory could not be read"
@@ -149,13 +149,13 @@ def _release_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def _run(plan: PlannedStrategy, workload: Workload, config: TrainConfig,
+def _run(req: StrategyRequirements, workload: Workload, config: TrainConfig,
          on_step: Callable[[int, int], None] | None) -> RunResult:
-    if plan.process_group:
+    if req.process_group:
         from gpucomm.train.launching import launch_strategy
 
-        return launch_strategy(plan.name, config, plan.world_size)
-    return run_strategy(plan.cls(config, plan.devices), workload, config, on_step=on_step)
+        return launch_strategy(req.name, config, req.world_size)
+    return run_strategy(req.cls(config, req.devices), workload, config, on_step=on_step)
 
 
 def _stats(run: RunResult, config: TrainConfig) -> dict:
@@ -180,7 +180,7 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _notes(run: RunResult, config: TrainConfig, plan: PlannedStrategy, problems: list[str]) -> list[str]:
+def _notes(run: RunResult, config: TrainConfig, req: StrategyRequirements, problems: list[str]) -> list[str]:
     notes = []
     if len(set(run.devices)) < len(run.devices) and run.devices[0].startswith("cuda"):
         notes.append(f"devices repeat ({', '.join(run.devices)}): exercises the code paths; "
@@ -189,12 +189,12 @@ def _notes(run: RunResult, config: TrainConfig, plan: PlannedStrategy, problems:
         notes.append("CPU numbers (step time = host clock; no CUDA events)")
     elif run.host_ms and run.host_source == "timed steps":
         notes.append("host time from timed steps: may include waits for a full launch queue")
-    notes.extend(plan.notes)
+    notes.extend(req.notes)
     notes.extend(problems)
     return notes
 
 
-def _record(run: RunResult, config: TrainConfig, workload: Workload, plan: PlannedStrategy,
+def _record(run: RunResult, config: TrainConfig, workload: Workload, req: StrategyRequirements,
             single: TrainRecord | None, equality: Equality | None, *,
             interrupted: StrategyInterrupted | None = None) -> TrainRecord:
     stats = _stats(run, config)
@@ -224,18 +224,18 @@ def _record(run: RunResult, config: TrainConfig, workload: Workload, plan: Plann
         max_loss_rel_diff=None if equality is None else _finite(equality.max_loss_rel_diff),
         max_param_rel_diff=None if equality is None else _finite(equality.max_param_rel_diff),
         tolerance=None if equality is None else equality.tolerance,
-        note="; ".join(_notes(run, config, plan, problems)), devices=list(run.devices),
+        note="; ".join(_notes(run, config, req, problems)), devices=list(run.devices),
         graphs=run.graphs, **stats,
     )
 
 
-def _placeholder(plan: PlannedStrategy, config: TrainConfig, workload: Workload, status: str,
+def _placeholder(req: StrategyRequirements, config: TrainConfig, workload: Workload, status: str,
                  note: str) -> TrainRecord:
-    return TrainRecord(strategy=plan.name, model=workload.name, n_devices=len(plan.devices),
-                       world_size=plan.world_size, device_type=config.device_type,
+    return TrainRecord(strategy=req.name, model=workload.name, n_devices=len(req.devices),
+                       world_size=req.world_size, device_type=config.device_type,
                        precision=config.resolved_precision(workload.autocast), global_batch=config.global_batch,
                        seq_len=workload.seq_len, steps=config.steps, warmup_steps=config.warmup_steps,
-                       status=status, note=note, devices=[str(d) for d in plan.devices])
+                       status=status, note=note, devices=[str(d) for d in req.devices])
 
 
 def _tolerance(config: TrainConfig, precision: str) -> float:
@@ -244,7 +244,7 @@ def _tolerance(config: TrainConfig, precision: str) -> float:
 
 def run_comparison(config: TrainConfig, *, on_record: Callable[[TrainRecord], None] | None = None,
                    on_start: Callable[[str], None] | None = None, on_step: StepCallback | None = None,
-                   plans: list[PlannedStrategy] | None = None,
+                   resolved: list[StrategyRequirements] | None = None,
                    workload: Workload | None = None) -> Comparison:
     """Run ``config.strategies`` (single first) and compare each with single.
 
@@ -253,7 +253,7 @@ def run_comparison(config: TrainConfig, *, on_record: Callable[[TrainRecord], No
         on_record: called with each finished row as soon as it exists (e.g. a RecordWriter's ``write``).
         on_start: called with each strategy's name before it runs (progress display).
         on_step: called after each step of a strategy run in this process (progress display).
-        plans: the strategies resolved by :func:`gpucomm.train.plan.resolve` (the CLI resolves them
+        resolved: the strategies resolved by :func:`gpucomm.train.requirements.resolve` (the CLI resolves them
             once, before anything is created); None resolves them here.
         workload: the loaded workload (None: loaded here from ``config.model``).
 
@@ -268,25 +268,25 @@ def run_comparison(config: TrainConfig, *, on_record: Callable[[TrainRecord], No
         ConfigError: an unknown strategy, or a global batch that does not divide by a strategy's devices.
         gpucomm.train.models.ModelError: the model cannot be loaded.
     """
-    plans = resolve(config) if plans is None else plans
+    resolved = resolve(config) if resolved is None else resolved
     if workload is None:
         workload = load_workload(config.model, seed=config.seed, seq_len=config.seq_len)
     cmp = Comparison(config=config)
     single: TrainRecord | None = None
-    for plan in plans:
+    for req in resolved:
         if on_start is not None:
-            on_start(plan.name)
-        steps = (lambda done, total, name=plan.name: on_step(name, done, total)) if on_step else None
+            on_start(req.name)
+        steps = (lambda done, total, name=req.name: on_step(name, done, total)) if on_step else None
         try:
-            record = _one(plan, config, workload, cmp, single, steps)
+            record = _one(req, config, workload, cmp, single, steps)
         except StrategyInterrupted as exc:  # keep the finished steps as a partial row, then stop
             if exc.partial is not None:
-                record = _record(exc.partial, config, workload, plan, single, None, interrupted=exc)
+                record = _record(exc.partial, config, workload, req, single, None, interrupted=exc)
                 cmp.records.append(record)
                 if on_record is not None:
                     on_record(record)
             raise
-        if plan.name == "single" and record.status == "ok":
+        if req.name == "single" and record.status == "ok":
             single = record
         cmp.records.append(record)
         if on_record is not None:
@@ -294,25 +294,25 @@ def run_comparison(config: TrainConfig, *, on_record: Callable[[TrainRecord], No
     return cmp
 
 
-def _one(plan: PlannedStrategy, config: TrainConfig, workload: Workload, cmp: Comparison,
+def _one(req: StrategyRequirements, config: TrainConfig, workload: Workload, cmp: Comparison,
          single: TrainRecord | None, on_step: Callable[[int, int], None] | None) -> TrainRecord:
-    if plan.not_applicable is not None:
-        return _placeholder(plan, config, workload, "not-applicable", plan.not_applicable)
+    if req.not_applicable is not None:
+        return _placeholder(req, config, workload, "not-applicable", req.not_applicable)
     failure = None
     try:
-        run = _run(plan, workload, config, on_step)
+        run = _run(req, workload, config, on_step)
     except Exception as exc:
-        failure = _oom_message(plan, config, exc) if _is_oom(exc) else \
+        failure = _oom_message(req, config, exc) if _is_oom(exc) else \
             "".join(traceback.format_exception_only(type(exc), exc)).strip()
     if failure is not None:  # outside the except block: the traceback, and the model it holds, are gone
         _release_memory()
-        return _placeholder(plan, config, workload, "failed", failure)
-    cmp.runs[plan.name] = run
+        return _placeholder(req, config, workload, "failed", failure)
+    cmp.runs[req.name] = run
     equality = None
-    if plan.name != "single" and "single" in cmp.runs:
+    if req.name != "single" and "single" in cmp.runs:
         equality = compare_runs(run, cmp.runs["single"], _tolerance(config, run.precision))
-        cmp.equality[plan.name] = equality
-    return _record(run, config, workload, plan, single, equality)
+        cmp.equality[req.name] = equality
+    return _record(run, config, workload, req, single, equality)
 
 
 def under_launcher() -> bool:
@@ -324,7 +324,7 @@ def under_launcher() -> bool:
 
 
 def run_launched(config: TrainConfig, *, on_record: Callable[[TrainRecord], None] | None = None,
-                 plans: list[PlannedStrategy] | None = None) -> Comparison | None:
+                 resolved: list[StrategyRequirements] | None = None) -> Comparison | None:
     """Under torchrun/SLURM: run the strategies of ``config`` that need a process group, across the job.
 
     Strategies that need every device in one process are not run; there is therefore no single
@@ -338,15 +338,15 @@ def run_launched(config: TrainConfig, *, on_record: Callable[[TrainRecord], None
     if config.global_batch % world:
         raise ConfigError(f"--global-batch {config.global_batch} does not divide by the job's {world} ranks; "
                          f"choose a multiple of {world}")
-    plans = resolve(config) if plans is None else plans
+    resolved = resolve(config) if resolved is None else resolved
     workload = load_workload(config.model, seed=config.seed, seq_len=config.seq_len)
     cmp = Comparison(config=config)
-    for plan in (p for p in plans if p.process_group and p.not_applicable is None):
-        run = run_under_launcher(plan.name, config)
+    for req in (p for p in resolved if p.process_group and p.not_applicable is None):
+        run = run_under_launcher(req.name, config)
         if run is None:
             continue
-        cmp.runs[plan.name] = run
-        record = _record(run, config, workload, plan, None, None)
+        cmp.runs[req.name] = run
+        record = _record(run, config, workload, req, None, None)
         cmp.records.append(record)
         if on_record is not None:
             on_record(record)

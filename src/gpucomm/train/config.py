@@ -16,19 +16,22 @@ import torch
 
 from gpucomm.devices import cuda_available, cuda_device_count, default_devices, parse_devices
 from gpucomm.train.defaults import (
+    BF16_AUTOCAST,
     DEFAULT_GLOBAL_BATCH,
     DEFAULT_MODELS,
     DEFAULT_STEPS,
     DEFAULT_STRATEGIES,
+    FP32,
     OPTIMIZERS,
     PRECISIONS,
+    RESOLVED_PRECISIONS,
 )
 
 __all__ = ["DEFAULT_MODELS", "OPTIMIZERS", "PRECISIONS", "TOLERANCES", "ConfigError", "TrainConfig",
            "check_out_dir", "default_out_dir", "process_limit"]
 
 
-TOLERANCES: dict[str, float] = {"fp32": 1e-5, "bf16-autocast": 3e-2}
+TOLERANCES: dict[str, float] = {FP32: 1e-5, BF16_AUTOCAST: 3e-2}
 """Default relative tolerance of ``--assert-equal`` per precision.
 
 fp32: strategies differ only in summation order (a batch split across devices, gradients averaged
@@ -107,7 +110,7 @@ class TrainConfig:
 
     strategies: tuple[str, ...] = DEFAULT_STRATEGIES
     """Strategy names, run in this order; ``single`` is added first when missing (it is the baseline).
-    Names are checked against the registry by :func:`gpucomm.train.plan.resolve` (not here: the config
+    Names are checked against the registry by :func:`gpucomm.train.requirements.resolve` (not here: the config
     does not import the strategies, which import it)."""
     model: str | None = None
     """Built-in model name or ``pkg.module:factory`` (None: :data:`DEFAULT_MODELS` for the device type;
@@ -257,7 +260,8 @@ class TrainConfig:
         return self.devices[0].type
 
     def resolved_precision(self, autocast_capable: bool = True) -> str:
-        """"bf16-autocast" or "fp32": what the run actually uses."""
+        """:data:`~gpucomm.train.defaults.BF16_AUTOCAST` or :data:`~gpucomm.train.defaults.FP32`: what the
+        run actually uses (autocast only on CUDA, and only for a workload that can autocast)."""
         if self.precision == "fp32" or self.device_type != "cuda" or not autocast_capable:
-            return "fp32"
-        return "bf16-autocast"
+            return FP32
+        return RESOLVED_PRECISIONS["bf16"]

@@ -7,8 +7,8 @@ read them from here (one home each) and check them against what they build.
 
 from __future__ import annotations
 
-__all__ = ["BUILTIN_GPTS", "DEFAULT_GLOBAL_BATCH", "DEFAULT_MODELS", "DEFAULT_STEPS", "DEFAULT_STRATEGIES",
-           "OPTIMIZERS", "PRECISIONS"]
+__all__ = ["BF16_AUTOCAST", "BUILTIN_GPTS", "DEFAULT_GLOBAL_BATCH", "DEFAULT_MODELS", "DEFAULT_STEPS",
+           "DEFAULT_STRATEGIES", "FP32", "OPTIMIZERS", "PRECISIONS", "RESOLVED_PRECISIONS"]
 
 DEFAULT_STRATEGIES: tuple[str, ...] = ("single", "dp", "replicated", "ddp")
 """What ``gpucomm train`` compares when ``--strategies`` is not given (the registry may hold more)."""
@@ -29,8 +29,19 @@ equality; 20 steps do that (and keep a plain ``gpucomm train`` on two cores well
 DEFAULT_GLOBAL_BATCH: dict[str, int] = {"cuda": 32, "cpu": 16}
 """``--global-batch`` when not given, by device type (divisible by 2, 4, 8 and 16 devices)."""
 
-PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16")
-"""``--precision``: "auto" (bf16 autocast on CUDA, fp32 on CPU), "fp32", "bf16" (autocast; CUDA only)."""
+FP32 = "fp32"
+"""Precision: fp32 weights and fp32 compute."""
+BF16_AUTOCAST = "bf16-autocast"
+"""Precision: bf16 autocast compute over fp32 weights (the optimizer steps fp32 master weights).  This is
+the one meaning of "bf16" in gpucomm (``--precision bf16``, the advisor's default mixed precision); a
+16-bit *weight storage* is a separately named choice, never the bare word."""
+
+PRECISIONS: tuple[str, ...] = ("auto", FP32, "bf16")
+"""``--precision``: "auto" (:data:`BF16_AUTOCAST` on CUDA, :data:`FP32` on CPU), "fp32", "bf16" (that is,
+:data:`BF16_AUTOCAST`; CUDA only)."""
+
+RESOLVED_PRECISIONS: dict[str, str] = {"fp32": FP32, "bf16": BF16_AUTOCAST}
+"""What each explicit ``--precision`` resolves to, the name records and tolerances carry."""
 
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd")
 """``--optimizer``: AdamW (fused on CUDA) or plain SGD."""

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from gpucomm.train.config import ConfigError, TrainConfig
-from gpucomm.train.plan import resolve
+from gpucomm.train.requirements import resolve
 
 
 def _cfg(**kw):

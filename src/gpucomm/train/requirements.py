@@ -1,9 +1,9 @@
-"""Resolve a comparison's strategies once: for each name, its class and what it says about itself.
+"""A comparison's strategy requirements, resolved once: for each name, its class and what it needs.
 
 The CLI (and :func:`gpucomm.train.compare.run_comparison` when called as a library) asks every strategy
 **here and only here** which devices it needs, how many processes it runs in, whether it needs a
 process group, what its notes are and whether it applies at all.  Everything downstream (the loop,
-launching, the records) reads the :class:`PlannedStrategy`; nothing else dispatches on strategy names.
+launching, the records) reads the :class:`StrategyRequirements`; nothing else dispatches on strategy names.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import torch
 from gpucomm.train.config import ConfigError, TrainConfig
 from gpucomm.train.strategies import Strategy, get, names
 
-__all__ = ["PlannedStrategy", "resolve"]
+__all__ = ["StrategyRequirements", "resolve"]
 
 
 @dataclass(kw_only=True, slots=True)
-class PlannedStrategy:
+class StrategyRequirements:
     """One strategy of a comparison, resolved against its config before anything is built."""
 
     name: str
@@ -36,8 +36,8 @@ class PlannedStrategy:
     """Why it cannot run here, or None."""
 
 
-def resolve(config: TrainConfig) -> list[PlannedStrategy]:
-    """Plan ``config.strategies`` in order; raises :class:`ConfigError` on anything that cannot run.
+def resolve(config: TrainConfig) -> list[StrategyRequirements]:
+    """Resolve ``config.strategies`` in order; raises :class:`ConfigError` on anything that cannot run.
 
     Raises:
         ConfigError: an unknown strategy name; a global batch that does not divide by a strategy's
@@ -48,7 +48,7 @@ def resolve(config: TrainConfig) -> list[PlannedStrategy]:
     if unknown:
         raise ConfigError(f"--strategies: unknown strategy {', '.join(map(repr, unknown))}; "
                           f"valid names are: {', '.join(valid)}")
-    plans = []
+    resolved = []
     for name in config.strategies:
         cls = get(name)
         reason = cls.not_applicable(config)
@@ -59,10 +59,10 @@ def resolve(config: TrainConfig) -> list[PlannedStrategy]:
             raise ConfigError(str(exc)) from None
         if reason is None:
             _check_split(name, devices, world, config)
-        plans.append(PlannedStrategy(name=name, cls=cls, devices=devices, world_size=world,
+        resolved.append(StrategyRequirements(name=name, cls=cls, devices=devices, world_size=world,
                                      process_group=cls.needs_process_group(config),
                                      notes=list(cls.notes(config)), not_applicable=reason))
-    return plans
+    return resolved
 
 
 def _check_split(name: str, devices: list[torch.device], world: int, config: TrainConfig) -> None:
