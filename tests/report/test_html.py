@@ -4,6 +4,7 @@ import base64
 import re
 from html.parser import HTMLParser
 
+import pytest
 from report_records import MALICIOUS
 
 
@@ -81,7 +82,7 @@ def test_findings_come_first_answer_then_summary_then_headline_plot(gpu_report):
     summary = body.index('<table class="summary">')
     headline = body.index('alt="speedup vs torch.cuda.comm per op')
     assert answer < summary < headline < body.index(">Findings in detail<") < body.index(">Collectives<")
-    assert "<li><b>answer</b>: 33 rows, 1 WRONG (left out)</li>" in body
+    assert '<div class="head">33 rows, 1 WRONG (left out)</div>' in body
     assert re.search(r'<td class="good">1\.25x faster<span class="sub">all sizes · ⚠ 8/9 rows \(1 WRONG\)</span></td>',
                      body)
 
@@ -104,3 +105,61 @@ def test_every_plot_is_on_the_page(gpu_report):
     assert {"headline_speedup", "train", "scale"} <= names
     for name in names:
         assert f"also plots/{name}.png" in page, name
+
+
+# ----- a bench report, a train report and both together: the three the screenshots show --------------------
+@pytest.fixture(scope="module")
+def three_reports(tmp_path_factory):
+    from report_records import bench_sweep, env, train_rows, write
+
+    from gpucomm.report import build
+
+    root = tmp_path_factory.mktemp("three")
+    bench_dir = write(root / "bench", env(device=None, device_type="cpu"), bench_sweep(device_type="cpu"))
+    train_dir = write(root / "train", env(), train_rows())
+    return {"bench": build(bench_dir), "train": build(train_dir), "both": build([bench_dir, train_dir], root / "both")}
+
+
+@pytest.mark.parametrize("kind", ["bench", "train", "both"])
+def test_each_report_opens_with_its_answer_fits_the_page_and_shows_every_plot(three_reports, kind):
+    paths = three_reports[kind]
+    page = paths["html"].read_text()
+    body = page.split("<main>", 1)[1]
+    assert re.search(r"<h2[^>]*>([^<]*)</h2>", body).group(1) == "Findings"
+    findings = body.split('<h2 id="findings">Findings</h2>', 1)[1]
+    assert findings.lstrip().startswith('<div class="answer">')  # the answer before anything else
+    answers = findings.count('<div class="answer">')
+    assert answers == (2 if kind == "both" else 1)
+    css = _css(page)
+    assert not re.search(r"overflow(-x)?\s*:\s*(auto|scroll)", css) and "max-width: 100%" in css
+    plots = {k.split("/")[1].rsplit(".", 1)[0] for k in paths if k.startswith("plots/")}
+    assert plots, "no plots"
+    for name in plots:
+        assert f"also plots/{name}.png" in page, name
+    expected = {"bench": {"headline_speedup"}, "train": {"train"}, "both": {"headline_speedup", "train"}}[kind]
+    assert expected <= plots
+    assert "<figure" in findings.split("<h2", 1)[0]  # a picture inside the findings
+
+
+def _screenshots_module():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "report_screenshots.py"
+    spec = importlib.util.spec_from_file_location("report_screenshots", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["bench", "train", "both", "gpu"])
+def test_nothing_is_wider_than_a_1280_px_page_in_chromium(three_reports, gpu_report, kind):
+    """Laid out by a real browser: the CSS rules above are what make this hold; this proves they do."""
+    import shutil
+
+    if not any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")):
+        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    page = gpu_report["html"] if kind == "gpu" else three_reports[kind]["html"]
+    measured = _screenshots_module().layout(page)
+    assert measured["viewport"] == 1280 and measured["scroll"] <= 1280 and measured["wide"] == [], measured

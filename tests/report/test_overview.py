@@ -65,7 +65,8 @@ def test_the_section_opens_with_the_answer_then_table_plots_and_detail():
     kinds = [type(b).__name__ for b in section.blocks]
     assert kinds[:4] == ["Answer", "Table", "Figure", "Figure"]
     (answer,) = [b for b in section.blocks if isinstance(b, Answer)]
-    assert answer.title == "" and answer.lines[0].startswith("answer: 2 rows")
+    assert answer.title == "" and answer.head.startswith("2 rows, all checked correct")
+    assert answer.lines[0].startswith("gpucomm.comm vs torch.cuda.comm: faster at gather 2.00x")
     assert any(line.startswith("Pick replicated") for line in answer.lines)
     detail = next(i for i, b in enumerate(section.blocks) if isinstance(b, Section))
     assert section.blocks[detail].title == "Findings in detail"
@@ -76,7 +77,8 @@ def test_a_train_only_run_has_findings_too_and_several_runs_are_titled():
     section = overview.findings_section([_run("run 1", train=train_rows()), _run("run 2", bench=_pair("gather", {8: 2.0}))])
     answers = [b for b in section.blocks if isinstance(b, Answer)]
     assert [a.title for a in answers] == ["run 1: label run 1", "run 2: label run 2"]
-    assert answers[0].lines[0].startswith("Pick replicated") and answers[1].lines[0].startswith("answer:")
+    assert answers[0].lines[0].startswith("Pick replicated") and answers[0].head == ""
+    assert answers[1].head.startswith("2 rows")
     assert isinstance(section.blocks[2], Table)
 
 

@@ -31,14 +31,16 @@ class Paragraph:
 
 @dataclass(slots=True)
 class Answer:
-    """A run's answer (:func:`gpucomm.report.findings.answer`): a few lines, the first one the heading.
+    """A run's answer (:func:`gpucomm.report.findings.answer`): an optional head line, then the findings.
 
-    A line of the form "subject: text" shows its subject in bold; ``title`` names the run when a report
-    compares several ("" otherwise).
+    ``head`` says how far the lines below can be trusted (bench: rows checked, noisy, CPU numbers); a line
+    of the form "subject: text" shows its subject in bold; ``title`` names the run when a report compares
+    several ("" otherwise).
     """
 
     title: str
     lines: list[str]
+    head: str = ""
     kind: str = field(default="answer", init=False)
 
 

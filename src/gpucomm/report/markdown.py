@@ -84,7 +84,8 @@ def _block(block) -> list[str]:
         return [f"*{text}*" if block.tone == "note" else text]
     if isinstance(block, Answer):
         out = [f"**{escape(block.title)}**", ""] if block.title else []
-        return out + [_subject(line) for line in block.lines]
+        head = [f"- **answer**: {escape(block.head)}"] if block.head else []
+        return out + head + [_subject(line) for line in block.lines]
     if isinstance(block, KeyValues):
         return [f"- **{escape(k.strip())}**: {escape(v)}" for k, v in block.pairs]
     if isinstance(block, Preformatted):

@@ -27,6 +27,7 @@ __all__ = ["findings_section", "summary_table"]
 _TONE = {"faster": "good", "faster from": "good", "slower": "bad", "on par": "even", "mixed": "even",
          "unknown": "muted"}
 _FORMS = ("plain", "prepared", "graph")
+_HEAD = "answer: "  # bench_answer's first line: how far the lines after it can be trusted
 
 
 def _cell(f: PairFinding) -> tuple[str, str]:
@@ -86,7 +87,9 @@ def findings_section(runs: Sequence[Run]) -> Section | None:
     section = Section("Findings", anchor="findings")
     for run, lines in answers:
         if lines:
-            section.blocks.append(Answer(f"{run.tag}: {run.label}" if len(runs) > 1 else "", lines))
+            head = lines[0].removeprefix(_HEAD) if lines[0].startswith(_HEAD) else ""
+            section.blocks.append(Answer(f"{run.tag}: {run.label}" if len(runs) > 1 else "",
+                                         lines[1:] if head else lines, head=head))
     table = summary_table(runs)
     if table is not None:
         section.blocks.append(table)

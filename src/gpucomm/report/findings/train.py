@@ -5,9 +5,13 @@ computed what ``single`` did.
 per workload (model, precision, global batch, sequence length, device type), two lines —
 
 1. **the pick**: the fastest strategy (samples/s) among those that finished and whose results are not
-   different from single's, the number that decides it (its throughput against the runner-up's) and its
-   scaling efficiency; when one device beats every multi-device strategy, it says that data parallelism
-   does not pay on these devices;
+   different from single's, the number that decides it (its throughput against the runner-up's; "about
+   even" within :data:`~gpucomm.report.findings.bench.EVEN`) and its scaling efficiency; when one device
+   beats every multi-device strategy, it says that data parallelism does not pay on these devices.  When
+   the step times cannot carry the answer it says so ("not firm"): a compared strategy whose p90 step is
+   more than :data:`NOISY_STEPS` times its median varied too much to be ranked, and a scaling efficiency
+   above 105% means single's own steps were slowed (contention), not that two devices did more than twice
+   the work;
 2. **the equality verdict**: the strategies equal to single within their tolerance, those that differ,
    failed or could not run here (with the reason).
 """
@@ -19,8 +23,13 @@ from collections.abc import Iterable
 
 from gpucomm.records import TrainRecord
 from gpucomm.report._format import fmt_float, fmt_pct
+from gpucomm.report.findings.bench import EVEN
 
-__all__ = ["train_findings"]
+__all__ = ["NOISY_STEPS", "train_findings"]
+
+NOISY_STEPS = 1.5
+"""p90 step time / median step time above which a strategy's throughput is too unsteady to rank it (on a GPU
+the two are within a few percent; a contended CPU run is where this triggers)."""
 
 
 def _where(r: TrainRecord) -> str:
@@ -41,6 +50,19 @@ def _sps(r: TrainRecord) -> str:
     return f"{fmt_float(r.samples_per_s, 1)} samples/s"
 
 
+def _caveat(compared: list[TrainRecord]) -> str:
+    """" Not firm: …" when the compared strategies' step times cannot carry the answer; "" otherwise."""
+    parts = []
+    compared = list({id(r): r for r in compared}.values())
+    for r in compared:
+        if r.step_ms_median and r.step_ms_p90 and r.step_ms_p90 > NOISY_STEPS * r.step_ms_median:
+            parts.append(f"{_label(r)}'s steps vary (p90 {r.step_ms_p90 / r.step_ms_median:.2f}x the median)")
+    high = [r for r in compared if r.scaling_efficiency is not None and r.scaling_efficiency > 1.05]
+    if high:
+        parts.append(f"{fmt_pct(high[0].scaling_efficiency)} scaling efficiency means single's own steps were slowed")
+    return f" Not firm: {'; '.join(parts)} — rerun with more --steps on a quiet machine." if parts else ""
+
+
 def _pick(model: str, records: list[TrainRecord]) -> str:
     ok = [r for r in records if r.status == "ok" and r.samples_per_s]
     usable = sorted((r for r in ok if r.equal_to_single is not False), key=lambda r: -(r.samples_per_s or 0.0))
@@ -53,15 +75,17 @@ def _pick(model: str, records: list[TrainRecord]) -> str:
         eff = f", {fmt_pct(top.scaling_efficiency)} scaling efficiency" if top.scaling_efficiency is not None else ""
         return (f"Pick {best.strategy} for {model}: one device ({_sps(best)}) is faster than the best multi-device "
                 f"strategy, {top.strategy} on {_where(top)} ({_sps(top)}{eff}) — data parallelism does not pay on "
-                f"these devices.")
+                f"these devices." + _caveat([best, top]))
     text = f"Pick {best.strategy} for {model} on {_where(best)}: {_sps(best)}"
     if rest:
         runner = rest[0]
-        text += (f", {best.samples_per_s / runner.samples_per_s:.2f}x the next best, {_label(runner)} "
-                 f"({_sps(runner)})")
+        ratio = best.samples_per_s / runner.samples_per_s
+        even = " — about even" if ratio <= 1.0 + EVEN else ""
+        text += f", {ratio:.2f}x the next best, {_label(runner)} ({_sps(runner)}){even}"
     if best.scaling_efficiency is not None and best.n_devices > 1:
         text += f"; {fmt_pct(best.scaling_efficiency)} scaling efficiency"
-    return text + "."
+    single = [r for r in usable if r.strategy == "single"]
+    return text + "." + _caveat([best, *rest[:1], *single[:1]])
 
 
 def _reason(note: str) -> str:
