@@ -3,13 +3,8 @@ are the run's answer, checked in a terminal emulator at 80 and 120 columns."""
 
 from __future__ import annotations
 
-import fcntl
 import os
-import select
-import struct
-import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
@@ -17,6 +12,7 @@ import pytest
 from gpucomm.bench.session import min_busbw_failures
 from gpucomm.records import BenchRecord, load
 from gpucomm.report.findings import bench_answer
+from gpucomm.testing.terminal import run_in_pty, screen_lines
 
 
 def _row(size: int, busbw: float, form: str = "plain", n: int = 4, op: str = "all_reduce") -> BenchRecord:
@@ -37,43 +33,14 @@ def test_series_that_move_nothing_are_not_judged():
 
 
 # ----- the run ends with its answer (tested in a terminal emulator, as tests/bench/test_display.py does) -----
-def _pty_run(argv: list[str], cols: int, rows: int) -> bytes:
-    """Run ``argv`` in a pseudo-terminal of ``cols`` x ``rows``; its bytes."""
+def _screen(argv: list[str], cols: int, rows: int) -> list[str]:
+    """What a person sees after running ``argv`` in a ``cols`` x ``rows`` terminal (trailing blanks dropped)."""
+    pytest.importorskip("pyte")
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")}
     env.update(TERM="xterm-256color", PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
-    os.close(slave)
-    chunks = []
-    try:
-        while True:
-            ready, _, _ = select.select([master], [], [], 120)
-            if not ready:
-                proc.kill()
-                pytest.fail("gpucomm bench produced no output for 120 s")
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child closed its end
-                break
-            if not data:
-                break
-            chunks.append(data)
-    finally:
-        os.close(master)
-        proc.wait(timeout=60)
-    assert proc.returncode == 0, b"".join(chunks)[-2000:].decode(errors="replace")
-    return b"".join(chunks)
-
-
-def _screen(data: bytes, cols: int, rows: int) -> list[str]:
-    """The final screen and its scrollback after replaying ``data`` (trailing blank lines dropped)."""
-    pyte = pytest.importorskip("pyte")
-    screen = pyte.HistoryScreen(cols, rows, history=100_000, ratio=0.5)
-    screen.set_mode(pyte.modes.LNM)
-    pyte.ByteStream(screen).feed(data)
-    top = ["".join(line[x].data for x in range(cols)).rstrip() for line in screen.history.top]
-    lines = top + [line.rstrip() for line in screen.display]
+    status, data = run_in_pty(argv, cols, rows, env=env)
+    assert status == 0, data[-2000:].decode(errors="replace")
+    lines = screen_lines(data, cols, rows)
     while lines and not lines[-1]:
         lines.pop()
     return lines
@@ -85,7 +52,7 @@ def test_a_run_ends_with_its_answer_in_at_most_five_lines(tmp_path, cols):
     out = tmp_path / "run"
     argv = [sys.executable, "-m", "gpucomm", "bench", "--ops", "all_reduce,gather", "-b", "1K", "-e", "8K",
             "-n", "3", "-w", "1", "--out", str(out)]
-    lines = _screen(_pty_run(argv, cols, 40), cols, 40)
+    lines = _screen(argv, cols, 40)
     assert max(len(line) for line in lines) <= cols
     expected = bench_answer(load(out).bench)
     assert 2 <= len(expected) <= 5 and expected[0].startswith("answer: ")
