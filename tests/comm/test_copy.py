@@ -56,3 +56,27 @@ def test_copy_many_loops_for_large_copies(monkeypatch):
     cp.copy_many(big, [torch.ones(4)] * k)
     assert batched == [k]
     assert all(torch.equal(b, torch.ones(4)) for b in big)
+
+
+def test_overlapping_pair_is_exact_for_chunks_and_never_misses_a_shared_element():
+    import itertools
+    import random
+
+    from gpucomm.comm._copy import _share_an_element, overlapping_pair
+
+    b = torch.zeros(6, 4)
+    assert overlapping_pair(list(b.chunk(4, 1))) is None  # interleaved columns: spans overlap, elements do not
+    assert overlapping_pair([b[::2], b[1::2]]) is None
+    assert overlapping_pair([b[:, :3], b[:, 2:]]) == (0, 1)
+    assert overlapping_pair([b[:2], b[:2]]) == (0, 1) and overlapping_pair([b[:2], b[:2]], same_view_ok=True) is None
+    assert overlapping_pair([torch.zeros(0), torch.zeros(0)]) is None
+    rng, base = random.Random(0), torch.zeros(400)
+    for _ in range(2000):  # against the element sets themselves
+        nd = rng.randint(1, 3)
+        st = tuple(rng.choice([1, 2, 3, 5, 8, 12]) for _ in range(nd))
+        sa, sb = (tuple(rng.randint(1, 4) for _ in range(nd)) for _ in range(2))
+        oa, ob = rng.randint(0, 20), rng.randint(0, 20)
+        elements = [{o + sum(i * s for i, s in zip(ix, st, strict=True))
+                     for ix in itertools.product(*map(range, shape))} for o, shape in ((oa, sa), (ob, sb))]
+        if elements[0] & elements[1]:
+            assert _share_an_element(base.as_strided(sa, st, oa), base.as_strided(sb, st, ob)), (sa, sb, st, oa, ob)

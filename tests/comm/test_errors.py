@@ -171,3 +171,40 @@ def test_reduce_add_destination_must_hold_an_input():
 def test_reduce_add_coalesced_names_the_mismatched_position():
     with pytest.raises(ValueError, match=r"inputs\[1\]\[1\]: expected shape \[3\] \(that of inputs\[0\]\[1\]\)"):
         c.reduce_add_coalesced([[t(2), t(3)], [t(2), t(4)]])
+
+
+def _overlapping(k: int, width: int = 4) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """k outputs of ``width`` elements in one buffer, out[1] shifted to overlap out[0] by one element."""
+    base = torch.full((width * k,), -1.0)
+    outs = [base[i * width:(i + 1) * width] for i in range(k)]
+    outs[1] = base[width - 1:2 * width - 1]
+    return base, outs
+
+
+@pytest.mark.parametrize("name", ["all_reduce", "reduce_scatter", "all_gather", "scatter", "broadcast",
+                                  "send_recv", "all_to_all", "all_to_all_v"])
+def test_outputs_that_overlap_each_other_are_refused_before_any_write(name):
+    ins = [torch.arange(4.0) + 10 * i for i in range(2)]
+    calls = {
+        "all_reduce": lambda outs: c.all_reduce(ins, out=outs),
+        "reduce_scatter": lambda outs: c.reduce_scatter([torch.arange(8.0)] * 2, out=outs),
+        "all_gather": lambda outs: c.all_gather([torch.arange(2.0)] * 2, out=outs),
+        "scatter": lambda outs: c.scatter(torch.arange(8.0), out=outs),
+        "broadcast": lambda outs: c.broadcast(ins[0], out=outs),
+        "send_recv": lambda outs: c.send_recv(ins, out=outs),
+        "all_to_all": lambda outs: c.all_to_all([[x[:2], x[2:]] for x in ins],
+                                                out=[[o[:2], o[2:]] for o in outs]),
+        "all_to_all_v": lambda outs: c.all_to_all_v(ins, [[2, 2], [2, 2]], out=outs),
+    }
+    base, outs = _overlapping(2)
+    with pytest.raises(ValueError, match=r"out\[1\]\S*: expected a tensor that does not overlap out\[0\]"):
+        calls[name](outs)
+    assert (base == -1).all(), name  # nothing was written
+
+
+def test_the_same_output_twice_is_allowed_where_every_output_gets_the_same_value():
+    out = torch.zeros(4)
+    assert c.all_reduce([torch.ones(4), torch.ones(4)], out=[out, out])[0] is out
+    assert torch.equal(out, torch.full((4,), 2.0))
+    with pytest.raises(ValueError, match=r"out\[1\]: expected a tensor that does not overlap out\[0\]"):
+        c.reduce_scatter([torch.ones(8)] * 2, out=[out, out])

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from gpucomm._validate import describe, fail_type, fail_value
-from gpucomm.comm._checks import check_tensors
+from gpucomm.comm._checks import check_disjoint, check_tensors
 from gpucomm.comm._exchange import all_to_all
 from gpucomm.comm._prepare import bind, prepared_form
 
@@ -54,6 +54,7 @@ def _checked(tensors: Any, split_sizes: Any, out: Any) -> tuple[list[torch.Tenso
         out = check_tensors(out, "out")
         if len(out) != n:
             raise fail_value("out", f"{n} tensors (one per participant)", f"{len(out)}")
+        check_disjoint(out)
         for j, o in enumerate(out):
             if o.dim() == 0 or o.shape[0] != rows[j] or o.shape[1:] != rest:
                 raise fail_value(f"out[{j}]", f"shape {[rows[j], *rest]} (the rows sent to participant {j})",

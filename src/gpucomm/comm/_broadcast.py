@@ -11,6 +11,7 @@ from gpucomm._validate import check_tensor, describe, fail_value
 from gpucomm.comm import _coalesce, _copy, _kernels, _nccl
 from gpucomm.comm._alloc import empty_on
 from gpucomm.comm._checks import (
+    check_disjoint,
     check_exactly_one,
     check_int,
     check_tensors,
@@ -56,6 +57,7 @@ def broadcast(tensor: torch.Tensor, devices: Any = None, *, out: Any = None) -> 
 def check_broadcast_out(tensor: torch.Tensor, out: Any) -> list[torch.Tensor]:
     """:func:`broadcast`'s ``out`` checks (``tensor`` already checked)."""
     outs = check_tensors(out, "out")
+    check_disjoint(outs, same_value=True)
     for i, o in enumerate(outs):
         if o.shape != tensor.shape:
             raise fail_value(f"out[{i}]", f"shape {list(tensor.shape)} (the source tensor's shape)",

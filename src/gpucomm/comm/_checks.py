@@ -16,9 +16,11 @@ from typing import Any
 import torch
 
 from gpucomm._validate import check_tensor_list, describe, fail_type, fail_value
+from gpucomm.comm._copy import overlapping_pair
 from gpucomm.devices import cuda_device_count, parse_device
 
 __all__ = [
+    "check_disjoint",
     "check_cat_shapes",
     "check_device",
     "check_dim",
@@ -272,3 +274,19 @@ def check_streams(streams: Any, devices: Sequence[torch.device], arg: str = "str
                              f"a stream on {s.device}", f"create it with torch.cuda.Stream({str(dev)!r})"
                              if dev.type == "cuda" else "CPU destinations take no stream: pass None")
     return items
+
+
+def check_disjoint(outs: Sequence[torch.Tensor], arg: str = "out", *, same_value: bool = False) -> None:
+    """No two outputs may share memory: each receives its own result, so an overlap would leave one
+    output holding part of another's (torch writes them one after another and only then notices).
+
+    ``same_value``: the collective writes the same value to every output (broadcast, all_reduce,
+    all_gather), so the very same view listed twice is allowed; partial overlaps never are.  Raised
+    before anything is written.
+    """
+    pair = overlapping_pair(outs, same_view_ok=same_value)
+    if pair is not None:
+        i, j = pair
+        raise fail_value(f"{arg}[{j}]", f"a tensor that does not overlap {arg}[{i}] (every output receives "
+                         "its own result)", f"a tensor sharing memory with it ({describe(outs[j])})",
+                         "allocate a separate tensor for every output")

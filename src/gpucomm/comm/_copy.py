@@ -33,7 +33,7 @@ import torch
 from gpucomm.comm import _host
 
 __all__ = ["FOREACH_MAX_BYTES", "FOREACH_MIN_COPIES", "OVERLAP_MIN_BYTES", "Copy", "Pair", "any_overlap", "copy_all", "copy_many",
-           "overlaps", "protect", "same_view", "side_stream"]
+           "overlapping_pair", "overlaps", "protect", "same_view", "side_stream"]
 
 OVERLAP_MIN_BYTES = 1 << 20
 """Cross-device copies at least this large run on side streams; smaller ones are issued like torch's."""
@@ -98,6 +98,67 @@ def any_overlap(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor])
         return False
     return any(overlaps(o, t) for o in outputs for t in inputs
                if _storage(o) in shared and _storage(t) == _storage(o))
+
+
+def overlapping_pair(ts: Sequence[torch.Tensor], *, same_view_ok: bool = False) -> tuple[int, int] | None:
+    """A pair ``(i, j)``, ``i < j``, of tensors whose memory overlaps (None: pairwise disjoint).
+
+    Tensors in distinct storages are disjoint, so the common case costs one pass; otherwise the memory
+    spans are sorted and only neighbours compared (chunks of one buffer: k log k, not k²).  Empty
+    tensors hold no memory.  ``same_view_ok``: the very same view listed twice does not count.
+    """
+    if len(_storages(ts)) == len(ts):
+        return None
+    spans = []
+    for k, t in enumerate(ts):
+        if t.layout != torch.strided or not t.numel():
+            continue
+        if t.is_contiguous():
+            start = t.data_ptr()
+            spans.append((start, start + t.nbytes, k))
+        else:
+            spans.append((*_extent(t), k))
+    spans.sort()
+    reach, holder = -1, -1  # the furthest end so far, and whose it is
+    for start, end, k in spans:
+        if start < reach:
+            a, b = ts[holder], ts[k]
+            if overlaps(a, b) and _share_an_element(a, b) and not (same_view_ok and same_view(a, b)):
+                return min(holder, k), max(holder, k)
+        if end > reach:
+            reach, holder = end, k
+    return None
+
+
+def _share_an_element(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two views of one storage whose spans overlap really share an element, decided exactly when
+    they have the same strides and those strides are nested (chunks of one tensor along any dim:
+    interleaved columns are disjoint although their spans overlap); True (conservative) otherwise.
+
+    An element of ``a`` meets one of ``b`` when ``sum(d_k * stride_k) = offset_b - offset_a`` for some
+    ``-(b.size(k)-1) <= d_k <= a.size(k)-1``.  When every stride exceeds the whole range the smaller
+    dims can add, each ``d_k`` is the only one that leaves a reachable remainder: taken largest first.
+    """
+    if a.stride() != b.stride():
+        return True
+    dims = sorted((st, a.shape[k] - 1, b.shape[k] - 1) for k, st in enumerate(a.stride())
+                  if a.shape[k] > 1 or b.shape[k] > 1)
+    lows, highs, low, high = [], [], 0, 0  # what the dims below each one can add, at least and at most
+    for st, up, down in dims:
+        if st <= high - low:
+            return True  # not nested: the decomposition need not be unique
+        lows.append(low)
+        highs.append(high)
+        low, high = low - down * st, high + up * st
+    delta = b.storage_offset() - a.storage_offset()
+    if not low <= delta <= high:
+        return False
+    for (st, up, down), lo, hi in zip(reversed(dims), reversed(lows), reversed(highs), strict=True):
+        d = -((hi - delta) // st)  # the least d with delta - d * st <= hi: the only candidate
+        if not (-down <= d <= up and delta - d * st >= lo):
+            return False
+        delta -= d * st
+    return delta == 0
 
 
 def same_view(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -12,7 +12,14 @@ import torch
 from gpucomm._validate import check_same_dtype, describe, fail_type, fail_value
 from gpucomm.comm import _copy, _kernels, _nccl, _verdicts
 from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
-from gpucomm.comm._checks import check_cat_shapes, check_dim, check_outputs, check_tensors, dense_like
+from gpucomm.comm._checks import (
+    check_cat_shapes,
+    check_dim,
+    check_disjoint,
+    check_outputs,
+    check_tensors,
+    dense_like,
+)
 from gpucomm.comm._prepare import prepared_form
 
 __all__ = ["all_gather", "bind_all_gather", "bind_all_to_all", "bind_send_recv", "all_to_all", "all_to_all_outputs", "check_all_gather", "check_all_to_all", "check_all_to_all_out",
@@ -80,6 +87,7 @@ def check_all_gather(tensors: Any, dim: Any, out: Any) -> tuple:
         if not dense_like(outs, shape, ts[0].dtype, devices):
             for i, o in enumerate(outs):  # name the culprit
                 _check_out(o, f"out[{i}]", shape, ts[0].dtype, devices[i])
+        check_disjoint(outs, same_value=True)
         _no_grad_out(outs, ts)
     return ts, d, shape, devices, outs
 
@@ -200,6 +208,12 @@ def check_all_to_all_out(lists: list[list[torch.Tensor]], devices: list[torch.de
                 list(map(_DEVICE, dsts)) != [d for d in devices for _ in range(n)])):
         for k, (o, src) in enumerate(zip(dsts, srcs, strict=True)):  # name the culprit
             _check_out(o, f"out[{k // n}][{k % n}]", list(src.shape), src.dtype, devices[k // n])
+    pair = _copy.overlapping_pair(dsts)
+    if pair is not None:  # every piece receives its own data: refused before any is written
+        a, b = pair
+        raise fail_value(f"out[{b // n}][{b % n}]", f"a tensor that does not overlap out[{a // n}][{a % n}] (every "
+                         "piece receives its own data)", f"a tensor sharing memory with it ({describe(dsts[b])})",
+                         "allocate a separate tensor for every piece")
     return result, dsts, srcs, set(dtypes)
 
 
@@ -297,6 +311,7 @@ def check_send_recv_out(ts: list[torch.Tensor], out: Any) -> list[torch.Tensor]:
     outs = check_outputs(out, len(ts))
     for i, o in enumerate(outs):
         _check_out(o, f"out[{i}]", list(ts[i - 1].shape), ts[i - 1].dtype, ts[i].device)
+    check_disjoint(outs)
     return outs
 
 

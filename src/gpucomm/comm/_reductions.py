@@ -16,6 +16,7 @@ from gpucomm.comm import _coalesce, _copy, _kernels, _nccl, _reduce, _verdicts
 from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
 from gpucomm.comm._checks import (
     check_dim,
+    check_disjoint,
     check_int,
     check_outputs,
     check_same_shape,
@@ -289,6 +290,7 @@ def check_all_reduce(tensors: Any, op: Any, out: Any
     if out is not None:
         outs = check_outputs(out, len(ts))
         _check_out_like(outs, ts[0].shape, ts[0].dtype, devices)
+        check_disjoint(outs, same_value=True)
         _check_out_aliasing(outs, ts)
     return ts, o, outs, devices
 
@@ -365,6 +367,7 @@ def check_reduce_scatter(tensors: Any, dim: Any, op: Any, out: Any) -> tuple:
     if out is not None:
         outs = check_outputs(out, n)
         _check_out_like(outs, chunk_shape, ts[0].dtype, devices)
+        check_disjoint(outs)
         _check_out_aliasing(outs, ts, overlap=False)  # chunks of inputs (NCCL's in-place layout) are fine
     return ts, d, o, chunk_shape, devices, outs
 

@@ -15,6 +15,7 @@ from gpucomm.comm._alloc import empty_like_on, empty_on, suggest_memory_format
 from gpucomm.comm._checks import (
     check_cat_shapes,
     check_dim,
+    check_disjoint,
     check_int,
     check_streams,
     check_tensors,
@@ -173,6 +174,7 @@ def check_scatter_out(tensor: torch.Tensor, out: Any, devices: Any, chunk_sizes:
             raise TypeError(f"scatter: '{name}' must not be given together with 'out' (got {name}="
                             f"{describe(value)}); the devices and sizes come from the out tensors")
     outs = check_tensors(out, "out")
+    check_disjoint(outs)
     nd = tensor.dim()
     d = check_dim(dim, nd, what="tensor")
     shape = tensor.shape
