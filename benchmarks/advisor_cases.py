@@ -81,7 +81,8 @@ def _line(r: dict, published_tps: float | None) -> str:
     base = ("tp", "pp", "cp", "dp", "shard", "mb", "ac", "vpp")
     extra = {"stages": None, "reshard": "fwd", "tp_overlap": False, "ag_overlap": False}
     lo = " ".join(f"{k}={v}" for k, v in r["layout"].items()
-                  if k in base or (k in extra and v != extra[k]) or (k == "wrapper" and v not in ("ddp", "none")))
+                  if k in base or (k in extra and v not in (extra[k], None))
+                  or (k == "wrapper" and v not in ("ddp", "none")))
     err = "" if published_tps is None else \
         f" ({r['tokens_per_s_per_gpu'] / published_tps - 1:+.1%} vs published)"
     return (f"  {lo} | {r['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU{err} | "

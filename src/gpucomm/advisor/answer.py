@@ -22,7 +22,8 @@ from gpucomm.advisor.precision import Precision
 __all__ = ["Advice", "ScalePoint", "advise", "architecture", "make_job", "resolve_profile", "synthetic_gpt"]
 
 DEFAULT_NAMED_BATCH = 256
-"""Sequences per step for the named strategies when --global-batch is not given."""
+"""Sequences per step for the named strategies when --global-batch is not given (at least one per GPU, a
+multiple of the GPU count)."""
 SEARCH_TOKENS = 2**21
 """About 2M tokens per step for a search when --global-batch is not given (a multiple of the GPU count)."""
 LIMIT_GPUS = 1 << 20
@@ -200,7 +201,8 @@ def advise(cfg: Any, profile: HardwareProfile) -> Advice:
     named = _named(cfg)
     gpus = cfg.gpus * cfg.nodes
     seq = cfg.seq_len or arch.seq
-    batch = cfg.global_batch or (DEFAULT_NAMED_BATCH if named else gpus * max(1, round(SEARCH_TOKENS / (seq * gpus))))
+    per_gpu = DEFAULT_NAMED_BATCH / gpus if named else SEARCH_TOKENS / (seq * gpus)
+    batch = cfg.global_batch or gpus * max(1, round(per_gpu))
     job = make_job(cfg, profile, arch, cfg.gpus, cfg.nodes, batch)
     if named:
         if batch % gpus:

@@ -198,7 +198,7 @@ def rank(plans: list[Plan], *, top: int = 10) -> list[Plan]:
     replicated before DataParallel); at most ``top`` of them, then those that do not fit.
     """
     ok = sorted((p for p in plans if p.fits), key=lambda p: p.time.step_s)
-    flagged = [p for p in plans if not p.fits]
+    flagged = sorted((p for p in plans if not p.fits), key=lambda p: p.memory.total)  # least over-full first
     if ok:
         best = ok[0]
         close = [p for p in ok if p.time.step_s <= best.time.step_s * (1 + TIE_MARGIN)]
@@ -225,7 +225,7 @@ def _where(p: Plan) -> str:
              t.dp_exposed_s, "pipeline p2p": t.p2p_s, "context-parallel comm (exposed)": t.cp_exposed_s,
              "wrapper overhead": t.overhead_s}
     what, sec = max(parts.items(), key=lambda kv: kv[1])
-    if sec <= 0:
+    if sec < 0.005 * t.step_s:
         return f"compute {t.compute_s / t.step_s:.0%} of the step"
     return f"compute {t.compute_s / t.step_s:.0%} of the step, largest overhead {what} {sec / t.step_s:.0%}"
 

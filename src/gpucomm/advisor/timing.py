@@ -81,7 +81,7 @@ from dataclasses import dataclass
 from gpucomm.advisor import cost, wrappers
 from gpucomm.advisor.fits import collective_time_s
 from gpucomm.advisor.hardware import HardwareProfile
-from gpucomm.advisor.job import Job
+from gpucomm.advisor.job import KERNELS, Job
 from gpucomm.advisor.layout import Layout
 from gpucomm.advisor.memory import activation_terms, shard_size
 from gpucomm.advisor.memory import stage_params as memory_stage_params
@@ -117,8 +117,6 @@ LOSS_BYTES_PER_LOGIT_UNFUSED = 60.0
 forward the fp16 -> fp32 copy (2 + 4 bytes), ``clone`` (4 + 4), ``max`` (4), ``sub_`` (4 + 4), ``exp``
 (4 + 4), ``sum`` (4), ``div_`` (4 + 4) = 46; backward ``mul_`` (4 + 4) and the cast back to fp16 (4 + 2)
 = 14."""
-KERNELS = ("fused", "unfused")
-"""The software stack's kernels (module docstring, **Kernels**)."""
 _ACT_BYTES = 2  # 16-bit activations on the wire (TP, CP, PP)
 
 
