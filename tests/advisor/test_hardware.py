@@ -31,7 +31,7 @@ def test_h200_numbers_are_the_reference_figures():
     # capacity is what the driver reports usable on our H200 (the train run's env block), not the datasheet's 141 GB
     assert p.memory_bytes == 150_109_880_320 and p.memory_bw_gbps == 4800
     assert p.intra.bandwidth_gbps == 365.0 and p.inter.bandwidth_gbps == 8 * 48.0
-    assert p.peak_flops("bf16-autocast") == p.peak_flops("bf16") == 989.4e12
+    assert p.peak_flops("bf16") == p.peak_flops("fp16") == 989.4e12
     assert p.peak_flops("int4") is None
 
 

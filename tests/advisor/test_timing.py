@@ -133,3 +133,16 @@ def test_the_bubble_comes_from_the_real_stage_sizes():
     assert inter.bubble_s == pytest.approx(even.bubble_s / 2)
     slot = (even.step_s - even.bubble_s - even.p2p_s - even.dp_exposed_s - even.optimizer_s) / 64
     assert even.bubble_s < 3 * slot  # three stages without the head: less than three slowest-stage slots
+
+
+def test_calibrated_collectives_reach_tensor_parallel_too():
+    import dataclasses
+
+    arch, p = models.get("llama3-8b"), hardware.get("h100-nvswitch")
+    kw = dict(global_batch=16, seq=8192, gpus_per_node=2)
+    base = step_time(arch, Layout(tp=2, mb=1), p, **kw)
+    slow = dataclasses.replace(p, calibration={"collective_points": [
+        {"op": "all_reduce", "n": 2, "scope": "process", "points": [[0, 1e5], [2**40, 1e5]]}]})  # 0.1 s each
+    calibrated = step_time(arch, Layout(tp=2, mb=1), slow, **kw)
+    # 4 all-reduce equivalents per layer per micro-batch, 32 layers, 16 micro-batches, at 0.1 s each
+    assert calibrated.tp_s == pytest.approx(4 * 32 * 16 * 0.1) and base.tp_s < calibrated.tp_s

@@ -82,9 +82,8 @@ class HardwareProfile:
         return bool(self.calibration)
 
     def peak_flops(self, dtype: str) -> float | None:
-        """Peak FLOP/s for the compute dtype ("bf16-autocast" computes in bf16); None when unknown."""
-        key = {"bf16-autocast": "bf16", "bf16-mixed": "bf16", "fp16-mixed": "fp16"}.get(dtype, dtype)
-        tf = self.peak_tflops.get(key)
+        """Peak FLOP/s for the compute dtype ("bf16", "fp16", "fp32", ...); None when unknown."""
+        tf = self.peak_tflops.get(dtype)
         return None if tf is None else tf * 1e12
 
 

@@ -427,7 +427,7 @@ def _assemble(job: Job, layout: Layout, parts: ComputeParts) -> StepTime:
     act = tokens * h * _ACT_BYTES
     tp_layer = 0.0
     if tp > 1:
-        ar = cost.hierarchical_s("all_reduce", act, tp, 1, intra, None)
+        ar = _group_s(profile, "all_reduce", act, tp, tp, gpus_per_node)  # inside a machine; measured if calibrated
         tp_layer = tp_exposed_s(ar, parts.gemm_fwd_s, tp, L.ac, arch, L.tp_overlap)
     cp_layer = 0.0
     if L.cp > 1:
