@@ -107,3 +107,24 @@ def test_runs_section_names_each_run_and_its_directory(tmp_path):
     first = section(doc, "Runs").blocks[0]
     assert isinstance(first, Paragraph) and first.tone == "note"
     assert first.text.startswith("run 1: hostA") and first.text.endswith(str(tmp_path / "gpu"))
+
+
+def test_an_op_table_keeps_plain_and_prepared_rows_apart_in_series(tmp_path):
+    rows = []
+    for size in (1 << 10, 1 << 20):
+        rows.append(bench("all_reduce", "torch.cuda.comm", size))
+        for form, speedup in (("plain", 1.2), ("prepared", 1.5)):
+            r = bench("all_reduce", "gpucomm.comm", size, speedup=speedup, baseline="torch.cuda.comm")
+            r.form = form
+            rows.append(r)
+    rows[0].time_us_p99 = rows[0].time_us_median * 5  # the 1 KiB baseline: its pair's ratios are not trusted
+    doc = doc_for(tmp_path, ("gpu", env(), rows))
+    (table,) = [b for b in section(doc, "all_reduce").blocks if isinstance(b, Table)]
+    assert table.headers[:3] == ["backend", "form", "size"]
+    series = [(r[0], r[1], r[2]) for r in table.rows]
+    assert series == [("torch.cuda.comm", "plain", "1 KiB"), ("torch.cuda.comm", "plain", "1 MiB"),
+                      ("gpucomm.comm", "plain", "1 KiB"), ("gpucomm.comm", "plain", "1 MiB"),
+                      ("gpucomm.comm", "prepared", "1 KiB"), ("gpucomm.comm", "prepared", "1 MiB")]
+    speedups = [r[table.headers.index("speedup")] for r in table.rows]
+    assert speedups == ["—", "—", "1.20x (noisy)", "1.20x", "1.50x (noisy)", "1.50x"]
+    assert table.flags == ["na", "", "na", "", "na", ""]

@@ -44,7 +44,7 @@ from gpucomm.report._format import (
     fmt_wrong,
 )
 from gpucomm.report.document import Document, KeyValues, Paragraph, Preformatted, Section, Table
-from gpucomm.report.findings import NOISY, is_noisy
+from gpucomm.report.findings import NOISY, noisy_rows
 from gpucomm.report.overview import findings_section
 from gpucomm.report.runs import Run, device_name
 from gpucomm.report.terminal import advice_order
@@ -215,55 +215,72 @@ def _speedup_at(rows: list[BenchRecord], size: int) -> str:
 
 
 def _summary_table(runs: Sequence[Run], bench: list[tuple[int, BenchRecord]]) -> Table:
-    """Per run, op, backend, n and type: peak busbw and the speedup at the sizes that judge a library.
+    """Per run, op, backend, form, n and type: peak busbw and the speedup at the sizes that judge a library.
 
     The reference points are those of ``collective-bench.md`` §4 (8 B for latency, 1 MiB, and the
     median from 64 MiB up for bandwidth), plus the minimum over every size and the sizes where the
-    backend is slower than its baseline.
+    backend is slower than its baseline.  Speedups come from the trusted rows only (not wrong, not noisy:
+    the rows the findings use), so this table and the findings never disagree; a reference size that
+    no row measured leaves its column out.
     """
+    untrusted = {id(run.results.bench[k]) for run in runs for k in noisy_rows(run.results.bench)}
     groups: dict[tuple, list[BenchRecord]] = defaultdict(list)
     for i, r in bench:
-        groups[(i, r.op, plots.backend_key(r.backend), r.backend, r.n, r.dtype)].append(r)
+        groups[(i, r.op, plots.backend_key(r.backend), r.backend, _FORM_ORDER.get(r.form, 9), r.form, r.n,
+                r.dtype)].append(r)
     multi = len(runs) > 1
-    lead = ([("run", "", False)] if multi else []) + [
-        ("op", "", False), ("backend", "", False), ("n", "", True), ("type", "", False), ("rows", "", True),
-        ("peak busbw", "GB/s", True), ("at size", "", True)]
+    show_form = len({r.form for _, r in bench}) > 1
+    lead = ([("run", "", False)] if multi else []) + [("op", "", False), ("backend", "", False)] + (
+        [("form", "", False)] if show_form else []) + [
+        ("n", "", True), ("type", "", False), ("rows", "trusted", True), ("peak busbw", "GB/s", True),
+        ("at size", "", True)]
     speedups = [("min", "", True), ("median", "", True), ("@ 8 B", "", True), ("@ 1 MiB", "", True),
                 ("≥ 64 MiB", "median", True), ("slower at", "", False)]
-    cols = lead + speedups + [("#wrong rows", "", True)]
     rows, flags = [], []
     op_order = {op: k for k, op in enumerate(dict.fromkeys(r.op for _, r in bench))}
     for key in sorted(groups, key=lambda k: (k[0], op_order[k[1]], *k[2:])):
-        i, op, _, backend, n, dtype = key
+        i, op, _, backend, _, form, n, dtype = key
         rs = groups[key]
         peak = max(rs, key=lambda r: r.busbw_gbps)
         ratioed = [r for r in rs if r.speedup is not None and r.baseline and r.baseline != r.backend]
-        sp = [r.speedup for r in ratioed]
-        large = [r.speedup for r in ratioed if r.size >= _LARGE]
-        slower = sorted({r.size for r in ratioed if r.speedup < 1.0})
+        trusted = [r for r in ratioed if r.wrong <= 0 and id(r) not in untrusted]
+        sp = [r.speedup for r in trusted]
+        large = [r.speedup for r in trusted if r.size >= _LARGE]
+        slower = sorted({r.size for r in trusted if r.speedup < 1.0})
         n_wrong = sum(1 for r in rs if r.wrong > 0)
-        rows.append(([runs[i].tag] if multi else []) + [
-            op, backend, str(n), dtype, str(len(rs)), fmt_float(peak.busbw_gbps), fmt_bytes(peak.size),
+        count = str(len(rs)) + (f" ({len(trusted)})" if ratioed and len(trusted) != len(rs) else "")
+        rows.append(([runs[i].tag] if multi else []) + [op, backend] + ([form] if show_form else []) + [
+            str(n), dtype, count, fmt_float(peak.busbw_gbps), fmt_bytes(peak.size),
             fmt_speedup(min(sp)) if sp else MISSING, fmt_speedup(statistics.median(sp)) if sp else MISSING,
-            _speedup_at(ratioed, 8), _speedup_at(ratioed, 1 << 20),
+            _speedup_at(trusted, 8), _speedup_at(trusted, 1 << 20),
             fmt_speedup(statistics.median(large)) if large else MISSING,
             (", ".join(map(fmt_bytes, slower)) or "none") if sp else MISSING,
             str(n_wrong)])
         flags.append("wrong" if n_wrong else "")
+    # a reference size no row measured says nothing: leave its column out
+    sized = {"@ 8 B": 8, "@ 1 MiB": 1 << 20, "≥ 64 MiB": _LARGE}
+    measured = {name for name, size in sized.items()
+                if any((r.size == size) if name != "≥ 64 MiB" else (r.size >= size) for _, r in bench)}
+    drop = {len(lead) + k for k, (name, _, _) in enumerate(speedups) if name in sized and name not in measured}
+    speedups = [c for k, c in enumerate(speedups) if len(lead) + k not in drop]
+    rows = [[c for k, c in enumerate(row) if k not in drop] for row in rows]
+    cols = lead + speedups + [("#wrong rows", "", True)]
     return _table(cols, rows, flags, groups=[("", len(lead)), ("speedup vs baseline", len(speedups)), ("", 1)],
-                  caption="Per op and backend, over every size and both placements; speedup @ a size is "
-                          "out-of-place where measured; slower at = sizes where it is slower than its baseline.")
+                  caption="Per op, backend and form, over every size and both placements; rows (trusted) = rows "
+                          "measured (those not wrong and not noisy, which every speedup here is taken from); "
+                          "speedup @ a size is out-of-place where measured; slower at = sizes where it is slower "
+                          "than its baseline.")
 
 
 _PLACEMENT_COLS = [("time med", "µs", True), ("time p99", "µs", True), ("algbw", "GB/s", True),
                    ("busbw", "GB/s", True), ("#wrong", "", True), ("speedup", "× baseline", True)]
 
 
-def _placement_cells(r: BenchRecord | None) -> list[str]:
+def _placement_cells(r: BenchRecord | None, noisy: bool = False) -> list[str]:
     if r is None:
         return [MISSING] * len(_PLACEMENT_COLS)
     speedup = fmt_speedup(r.speedup)
-    if r.speedup is not None and is_noisy(r):  # shown, never presented as a real speedup
+    if r.speedup is not None and noisy:  # shown, never presented as a real speedup
         speedup += " (noisy)"
     return [fmt_float(r.time_us_median), fmt_float(r.time_us_p99), fmt_float(r.algbw_gbps),
             fmt_float(r.busbw_gbps), fmt_wrong(r.wrong), speedup]
@@ -276,41 +293,53 @@ def _constant_columns(bench: list[tuple[int, BenchRecord]]) -> dict[str, str]:
     return {name: next(iter(v)) for name, v in values.items() if len(v) == 1}
 
 
+_FORM_ORDER = {"plain": 0, "prepared": 1, "graph": 2}
+
+
 def _op_table(runs: Sequence[Run], op: str, bench: list[tuple[int, BenchRecord]]) -> Table:
-    """One op's rows, keyed by run/backend/size/type/n, with each placement's columns side by side."""
+    """One op's rows, one per run/backend/form/size (type, n…), each placement's columns side by side.
+
+    Rows come in series: a backend and form's sizes in order, then the next; a row whose ratio is not
+    trusted (its p99, or its baseline row's, above 3x its median) is greyed and its speedup says "(noisy)".
+    """
     placements = sorted({r.placement for _, r in bench}, key=lambda p: (p != "out-of-place", p))
     timings = sorted({r.timing for _, r in bench})
     constant = _constant_columns(bench)
     multi = len(runs) > 1
     show_timing = len(timings) > 1
+    show_form = len({r.form for _, r in bench}) > 1
     show_note = any(r.note for _, r in bench)
+    untrusted = {id(r) for i, run in enumerate(runs) for k in noisy_rows(run.results.bench)
+                 for r in [run.results.bench[k]] if r.op == op}
     keyed: dict[tuple, dict[str, BenchRecord]] = defaultdict(dict)
     for i, r in bench:
-        key = (i, r.n, r.dtype, r.reduce_op or "", r.root if r.root is not None else -1, r.size,
-               plots.backend_key(r.backend), r.backend, r.count, r.timing)
+        key = (i, plots.backend_key(r.backend), r.backend, _FORM_ORDER.get(r.form, 9), r.form, r.n, r.dtype,
+               r.reduce_op or "", r.root if r.root is not None else -1, r.size, r.count, r.timing)
         keyed[key][r.placement] = r
     varying: list[tuple[str, Callable[[BenchRecord], str], bool]] = [
         (name, get, num) for name, get, num in (
             ("type", lambda r: r.dtype, False), ("redop", lambda r: r.reduce_op or MISSING, False),
             ("root", lambda r: fmt_int(r.root), True), ("n", lambda r: str(r.n), True))
         if name not in constant]
-    lead = ([("run", "", False)] if multi else []) + [
-        ("backend", "", False), ("size", "", True), ("count", "elements", True)] + [
+    lead = ([("run", "", False)] if multi else []) + [("backend", "", False)] + (
+        [("form", "", False)] if show_form else []) + [("size", "", True), ("count", "elements", True)] + [
         (name, "", num) for name, _, num in varying] + ([("timing", "", False)] if show_timing else [])
     cols = lead + _PLACEMENT_COLS * len(placements) + ([("note", "", False)] if show_note else [])
     rows, flags = [], []
     for key in sorted(keyed):
         by_placement = keyed[key]
         r0 = next(iter(by_placement.values()))
-        cells = ([runs[key[0]].tag] if multi else []) + [r0.backend, fmt_bytes(r0.size), str(r0.count)]
+        cells = ([runs[key[0]].tag] if multi else []) + [r0.backend] + ([r0.form] if show_form else [])
+        cells += [fmt_bytes(r0.size), str(r0.count)]
         cells += [get(r0) for _, get, _ in varying] + ([r0.timing] if show_timing else [])
         for p in placements:
-            cells += _placement_cells(by_placement.get(p))
+            r = by_placement.get(p)
+            cells += _placement_cells(r, r is not None and id(r) in untrusted)
         if show_note:
             cells.append("; ".join(sorted({r.note for r in by_placement.values() if r.note})))
         rows.append(cells)
         wrong = any(r.wrong > 0 for r in by_placement.values())
-        noisy = any(is_noisy(r) for r in by_placement.values())
+        noisy = any(id(r) in untrusted for r in by_placement.values())
         flags.append("wrong" if wrong else "na" if noisy else "")
     groups = [("", len(lead))] + [(p, len(_PLACEMENT_COLS)) for p in placements]
     if show_note:
@@ -318,9 +347,9 @@ def _op_table(runs: Sequence[Run], op: str, bench: list[tuple[int, BenchRecord]]
     shared = [f"{name} {value}" for name, value in constant.items() if value != MISSING]
     caption = ", ".join(shared + [f"timing {', '.join(timings)}"]
                         + ([] if len(placements) > 1 else [f"placement {placements[0]}"]))
-    if any(is_noisy(r) for _, r in bench):
-        caption += (f"; (noisy) = p99 more than {NOISY:g}x the median: that speedup is not reliable and is left "
-                    f"out of the findings")
+    if untrusted:
+        caption += (f"; (noisy) = p99 more than {NOISY:g}x the median, this row's or its baseline's: that speedup "
+                    f"is not reliable and is left out of the findings")
     return _table(cols, rows, flags, caption=caption, groups=groups)
 
 
@@ -328,12 +357,12 @@ def _cross_run_table(runs: Sequence[Run], op: str, bench: list[tuple[int, BenchR
     """Median time of the same point in each run, and each later run's speedup over the first."""
     points: dict[tuple, dict[int, BenchRecord]] = defaultdict(dict)
     for i, r in bench:
-        points[(plots.backend_key(r.backend), r.backend, r.n, r.dtype, r.reduce_op or "",
-                r.placement != "out-of-place", r.placement, r.size)][i] = r
+        points[(plots.backend_key(r.backend), r.backend, _FORM_ORDER.get(r.form, 9), r.form, r.n, r.dtype,
+                r.reduce_op or "", r.placement != "out-of-place", r.placement, r.size)][i] = r
     shared = {k: v for k, v in points.items() if len(v) > 1}
     if not shared:
         return None
-    cols = [("backend", "", False), ("size", "", True), ("type", "", False), ("n", "", True),
+    cols = [("backend", "", False), ("form", "", False), ("size", "", True), ("type", "", False), ("n", "", True),
             ("placement", "", False)]
     cols += [(f"time med [{run.tag}]", "µs", True) for run in runs]
     cols += [(f"speedup [{run.tag}]", f"× [{runs[0].tag}]", True) for run in runs[1:]]
@@ -341,7 +370,8 @@ def _cross_run_table(runs: Sequence[Run], op: str, bench: list[tuple[int, BenchR
     for key in sorted(shared):
         by_run = shared[key]
         first = by_run.get(0)
-        cells = [key[1], fmt_bytes(key[7]), key[3], str(key[2]), key[6]]
+        r0 = next(iter(by_run.values()))
+        cells = [r0.backend, r0.form, fmt_bytes(r0.size), r0.dtype, str(r0.n), r0.placement]
         cells += [fmt_float(by_run[i].time_us_median) if i in by_run else MISSING for i in range(len(runs))]
         cells += [fmt_speedup(first.time_us_median / by_run[i].time_us_median)
                   if first is not None and i in by_run and by_run[i].time_us_median > 0 else MISSING

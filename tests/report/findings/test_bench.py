@@ -112,3 +112,13 @@ def test_the_answer_caps_pairs_and_says_cpu_and_missing_baselines():
 def test_cpu_runs_say_so_in_the_trust_sentences():
     run = _run(_pair("all_reduce", {8: 1.1}, device_type="cpu"), device_type="cpu")
     assert any("CPU numbers" in text for _, text in findings.trust_sentences([run]))
+
+
+def test_pairs_without_a_trusted_ratio_share_one_sentence():
+    rows = _pair("gather", {8: 2.0}) + _pair("reduce", {8: 3.0}) + _pair("scatter", {8: 3.0})
+    for r in rows[3::2]:
+        r.time_us_p99 = r.time_us_median * 9  # reduce's and scatter's rows: noisy
+    sentences = findings.pair_sentences([_run(rows)])
+    assert len(sentences) == 2 and sentences[0].startswith("gather, gpucomm.comm vs torch.cuda.comm: faster")
+    assert sentences[1] == ("No trustworthy ratio (every row too noisy or wrong): gpucomm.comm vs torch.cuda.comm "
+                            "at reduce, scatter.")

@@ -302,9 +302,19 @@ def pair_findings(runs: Sequence[Run]) -> list[PairFinding]:
 
 
 def pair_sentences(runs: Sequence[Run]) -> list[str]:
-    """One sentence per op and backend pair (prefixed by the run's tag when several runs are compared)."""
+    """One sentence per op and backend pair with a trusted ratio (prefixed by the run's tag when several runs
+    are compared), then one sentence naming every pair and op without one (all its rows noisy or wrong)."""
     multi = len(runs) > 1
-    return [f.sentence(f"[{runs[f.run].tag}] " if multi else "") for f in pair_findings(runs)]
+    found = pair_findings(runs)
+    out = [f.sentence(f"[{runs[f.run].tag}] " if multi else "") for f in found if f.speedup is not None]
+    unknown: dict[str, list[str]] = defaultdict(list)
+    for f in found:
+        if f.speedup is None:
+            unknown[(f"[{runs[f.run].tag}] " if multi else "") + f.pair].append(f.op)
+    if unknown:
+        out.append("No trustworthy ratio (every row too noisy or wrong): "
+                   + "; ".join(f"{pair} at {', '.join(ops)}" for pair, ops in unknown.items()) + ".")
+    return out
 
 
 def trust_sentences(runs: Sequence[Run], limit: int = 5) -> list[tuple[str, str]]:
