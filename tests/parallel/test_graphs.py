@@ -90,6 +90,8 @@ def test_constraints_name_the_fix(recorded):
     with pytest.raises(RuntimeError, match="part of the captured step; call train_step"):
         rdp.optimizer.step()
     rdp.train_step(x, y, loss_fn=F.cross_entropy)
+    with rdp.no_sync(), pytest.raises(RuntimeError, match="no_sync: a captured step always all-reduces"):
+        rdp.train_step(x, y, loss_fn=F.cross_entropy)
     with pytest.raises(GraphCaptureError, match=r"dynamic shapes: step 1's batch tensor 0 is \[2, 8\].*drop the uneven"):
         rdp.train_step(*batch(1, 6), loss_fn=F.cross_entropy)
     with pytest.raises(ValueError, match=r"train_step: expected the loss_fn, max_norm the CUDA graph was captured with"):

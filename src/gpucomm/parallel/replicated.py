@@ -390,6 +390,9 @@ class ReplicatedDataParallel:
         """
         self._check_step(loss_fn, max_norm, reduction)
         if self.graphs:
+            if self._no_sync:
+                raise RuntimeError("no_sync: a captured step always all-reduces (its graphs are fixed); accumulate "
+                                   "over a larger batch, or use graphs=False for no_sync accumulation")
             return self._graph_step(inputs, targets, loss_fn, max_norm, reduction)
         state = CallerState.capture()
         args, kwargs = _call_args(inputs)
