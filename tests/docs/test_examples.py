@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucomm.testing.markers import requires_gpus
+from gpucomm.devices import cuda_device_count
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -81,7 +81,14 @@ def test_every_example_runs_as_a_script(doc, tmp_path):
     _run(tmp_path, doc, "\n".join(script), modules)
 
 
-_GPU_EXAMPLES = [pytest.param(doc, i, marks=requires_gpus(n), id=f"{doc.name}-{i}")
+def _gpu_marks(n: int) -> list[pytest.MarkDecorator]:
+    """``requires_gpus(n)`` as marks for ``pytest.param`` (the helper itself is a test-function decorator)."""
+    found = cuda_device_count()
+    return [pytest.mark.requires_gpus(n), pytest.mark.skipif(found < n, reason=f"needs {n} CUDA device(s), "
+                                                                                f"found {found}")]
+
+
+_GPU_EXAMPLES = [pytest.param(doc, i, marks=_gpu_marks(n), id=f"{doc.name}-{i}")
                  for doc in _with_examples() for i, (n, _) in enumerate(blocks(doc.read_text())[2])]
 
 
