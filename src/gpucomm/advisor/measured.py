@@ -11,7 +11,7 @@ backward and optimizer of ``b`` sequences.  Here that becomes the compute of one
   accumulation repeats only the rest;
 * the head-and-loss share of it by FLOPs (``6 V h`` of the ``flops_per_token``), a layer's forward GEMMs a third
   of its matrix FLOPs' share, so that the step assembles as a datasheet one does
-  (:class:`gpucomm.advisor.timing.ComputeParts`).
+  (:class:`gpucomm.advisor.compute.parts.ComputeParts`).
 
 It applies where the measurement does: the same model and sequence length, no tensor, pipeline or context
 parallelism, and no recomputation other than full (which repeats the layers' forward: 4/3 of their time).
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpucomm.advisor.compute.parts import ComputeParts
 from gpucomm.advisor.job import Job
 from gpucomm.advisor.layout import Layout
-from gpucomm.advisor.timing import ComputeParts
 
 __all__ = ["model_fit", "parts", "step_at"]
 
