@@ -161,3 +161,14 @@ def test_train_plot_ranks_strategies_fastest_first_and_says_why_one_did_not_run(
     ax = figures[0].axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()][:2] == ["replicated ×2", "ddp ×2"]
     assert "DIFFERENT from single" in svg and "not run: dp needs CUDA" in svg
+
+
+def test_scale_plot_legend_sits_outside_with_a_colour_per_strategy(monkeypatch):
+    figures = _drawn(monkeypatch)
+    rows = scale_rows()
+    rows[-1].fits = False
+    plots.scale_plot([_run(scale=rows)])
+    (legend,) = _legend_outside_every_axes(figures[0])
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels == ["ddp", "zero3", "x = does not fit"]
+    assert len({h.get_color() for h in legend.legend_handles[:2]}) == 2

@@ -391,19 +391,22 @@ def scale_plot(runs: Sequence[Run]) -> Figure | None:
     if not series:
         return None
 
+    colours = _palette(sorted(series))
+
     def draw(fig) -> None:
         ax_t, ax_e = fig.subplots(1, 2)
-        for (_, label), points in sorted(series.items()):
+        any_oom = False
+        for key, points in sorted(series.items()):
+            label, colour = key[1], colours[key]
             points.sort(key=lambda r: r.gpus)
             ok = [r for r in points if r.fits]
-            (line,) = ax_t.plot([r.gpus for r in ok], [r.samples_per_s for r in ok], marker="o",
-                                label=_plain(label))
-            ax_e.plot([r.gpus for r in ok], [100 * r.scaling_efficiency for r in ok], marker="o", label=_plain(label),
-                      color=line.get_color())
+            ax_t.plot([r.gpus for r in ok], [r.samples_per_s for r in ok], marker="o", color=colour,
+                      label=_plain(label))
+            ax_e.plot([r.gpus for r in ok], [100 * r.scaling_efficiency for r in ok], marker="o", color=colour)
             oom = [r for r in points if not r.fits]
             if oom:
-                ax_t.plot([r.gpus for r in oom], [r.samples_per_s for r in oom], "x", color=line.get_color(),
-                          markersize=8, label=_plain(f"{label} (does not fit)"))
+                ax_t.plot([r.gpus for r in oom], [r.samples_per_s for r in oom], "x", color=colour, markersize=8)
+                any_oom = True
         gpus = sorted({r.gpus for pts in series.values() for r in pts})
         for ax in (ax_t, ax_e):
             ax.set_xscale("log", base=2)
@@ -415,5 +418,9 @@ def scale_plot(runs: Sequence[Run]) -> Figure | None:
         ax_t.set_yscale("log")
         ax_t.set_ylabel("predicted samples/s")
         ax_e.set_ylabel("predicted scaling efficiency (%)")
-        ax_t.legend(fontsize=7)
+        if any_oom:
+            from matplotlib.lines import Line2D
+
+            ax_t.add_line(Line2D([], [], marker="x", color="grey", linestyle="none", label="x = does not fit"))
+        fig.legend(loc="outside lower center", ncol=min(5, len(series) + any_oom), fontsize=7, frameon=False)
     return _render("scale", "advise --scale: predicted throughput and efficiency", draw, width=9.0)
