@@ -86,7 +86,7 @@ def test_the_answer_is_at_most_five_lines_trust_first_then_one_line_per_pair():
     noisy[1].time_us_p99 = noisy[1].time_us_median * 9
     rows += noisy + _pair("gather", {8: 1.2}, backend="gpucomm.dist", base="torch.distributed")
     lines = findings.bench_answer(rows)
-    assert lines[0] == "answer: 13 rows, all checked correct; 1 too noisy to quote (p99 > 3x median)"
+    assert lines[0] == "answer: 13 rows, all checked correct; 1 too noisy to quote (p99 > 3x median: rerun on a quiet machine)"
     assert lines[1] == ("gpucomm.comm vs torch.cuda.comm: faster at gather 2.50x; slower at scatter 0.50x; "
                         "on par at all_reduce 1.01x; too noisy at reduce (1 of 5 rows left out as noisy)")
     assert lines[2] == "gpucomm.dist vs torch.distributed: faster at gather 1.20x"

@@ -265,7 +265,7 @@ def _trust_line(records: Sequence[BenchRecord], cpu: bool) -> str:
     parts = [f"{len(records)} row{'s' * (len(records) != 1)}, " + (f"{wrong} WRONG (left out)" if wrong else
                                          "all checked correct" if checked else "none checked")]
     if noisy:
-        parts.append(f"{noisy} too noisy to quote (p99 > {NOISY:g}x median)")
+        parts.append(f"{noisy} too noisy to quote (p99 > {NOISY:g}x median: rerun on a quiet machine)")
     if cpu:
         parts.append("CPU numbers, not GPU performance")
     return "answer: " + "; ".join(parts)
