@@ -248,5 +248,5 @@ def test_the_graph_sees_what_it_should():
     assert "gpucomm.communicator.local" not in graph["gpucomm.communicator.base"]
     assert "gpucomm.bench.cli" in graph["gpucomm.cli"]  # a subcommand table loaded by string
     assert "gpucomm.collectives.all_reduce" in graph["gpucomm.collectives"]  # rows found at import
-    assert "gpucomm.report.build" in graph["gpucomm.report"]  # a literal string load
+    assert "gpucomm.report.files" in graph["gpucomm.report"]  # a literal string load
 

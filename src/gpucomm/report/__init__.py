@@ -8,7 +8,7 @@
 * :mod:`~gpucomm.report.docs` — the measured tables in ``docs/*.md``, generated from
   ``benchmarks/results/`` (``gpucomm report --doc docs/``) and checked stale in CI; one file per block
   kind in ``docs/kinds/``.
-* :func:`build` — ``report.md``, ``report.html`` and ``plots/*.png|svg`` from one or more result
+* :func:`build` (:mod:`~gpucomm.report.files`) — ``report.md``, ``report.html`` and ``plots/*.png|svg`` from one or more result
   directories; ``gpucomm report DIR [DIR …] [--out DIR]`` (:mod:`~gpucomm.report.cli`) runs it.
 
 How a report is made: :mod:`~gpucomm.report.runs` loads each directory as a labelled run;
@@ -32,7 +32,7 @@ __all__ = ["build"]
 
 def __getattr__(name: str) -> Any:
     if name == "build":
-        value = importlib.import_module("gpucomm.report.build").build
+        value = importlib.import_module("gpucomm.report.files").build
         globals()[name] = value
         return value
     raise AttributeError(f"module 'gpucomm.report' has no attribute {name!r}")

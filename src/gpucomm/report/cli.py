@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpucomm report: error: {what}; see gpucomm report --help", file=sys.stderr)
         return 2
     from gpucomm.records import RecordError
-    from gpucomm.report.build import report_dir, write_report
+    from gpucomm.report.files import report_dir, write_report
     from gpucomm.report.runs import load_runs
 
     skipped: list = []

@@ -1,4 +1,7 @@
-"""``build``: write ``report.md``, ``report.html`` and plot files from result directories.
+"""The report's files: :func:`build` writes ``report.md``, ``report.html`` and plot files from result directories.
+
+(The module is not called ``build``: ``gpucomm.report.build`` is the function, and a submodule of that name
+would replace it on the package once imported.)
 
 The whole report is rendered in memory first — records loaded and validated, Markdown and HTML text
 and every plot's bytes — and only then written, each file through a temporary name and a rename, so
