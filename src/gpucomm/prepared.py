@@ -32,6 +32,8 @@ class Prepared(functools.partial):
         outputs: the tensors a call fills (None where the library does not say).
     """
 
+    __slots__ = ()  # the attributes live in functools.partial's own __dict__
+
     op: str
     graphed: bool
     outputs: Any

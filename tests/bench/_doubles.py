@@ -71,6 +71,10 @@ class ReferenceCommunicator:
         for j, o in enumerate(outputs):
             o.copy_(torch.cat([inputs[i].chunk(self.n)[j].cpu() for i in range(self.n)]))
 
+    def all_to_all_v(self, outputs, inputs, split_sizes):
+        for j, o in enumerate(outputs):
+            o.copy_(torch.cat([inputs[i].split(split_sizes[i])[j].cpu() for i in range(self.n)]))
+
     def send_recv(self, outputs, inputs):
         for i, o in enumerate(outputs):
             o.copy_(inputs[(i - 1) % self.n])
