@@ -10,9 +10,21 @@ tests; ``gpt-124m`` and ``gpt-350m``: GPT-2 small and medium), and ``mlp``, a 4-
 (about 0.3 M parameters).  Only GPT-2-style shapes (LayerNorm, biases, learned positions, a 4h GELU
 MLP, tied head) can be built here; the table's Llama shapes are for the advisor.
 
-The GPT is nanoGPT's shape: learned positions, pre-LayerNorm blocks, causal attention through
-``torch.nn.functional.scaled_dot_product_attention``, a 4× GELU MLP, the output head tied to the token
-embedding, no dropout (dropout would make strategies draw different random masks).
+The GPT is nanoGPT's (Karpathy's ``model.py`` with its GPT-2 defaults), so that a step of the built-in
+model costs what a step of the GPT people train and compare with costs: learned positions, pre-LayerNorm
+blocks (LayerNorm with bias, eps 1e-5), one fused q/k/v projection, causal attention through
+``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``, a 4× MLP with the exact (erf) GELU,
+biases in every Linear but the head, the head tied to the token embedding, GPT-2's initialisation
+(N(0, 0.02); residual projections N(0, 0.02/√(2·layers))), vocabulary 50304, and no dropout (nanoGPT's
+pre-training default, and dropout would make strategies draw different random masks).
+
+The loss is nanoGPT's too: ``F.cross_entropy`` on the logits as the head returns them.  Under bf16
+autocast that runs log-softmax in bf16 (``cross_entropy`` passes its input's dtype to ``log_softmax``,
+and autocast keeps a dtype that is given) and the NLL in fp32; the start of backward then holds about
+10 bytes per logit.  Upcasting the logits first (``logits.float()``, as torchtitan and Megatron do) keeps
+the log-softmax output and two gradients in fp32, 12 bytes per logit — at 16 × 1024 tokens × 50304 that
+is 1.5 GiB more — and adds fp32 passes over the logits.  ``benchmarks/gpt_vs_nanogpt.py`` measures this
+model's step against a nanoGPT-style loop side by side.
 
 A user factory (``--model pkg.module:factory``) is called with no arguments under
 ``torch.manual_seed(seed)`` and returns ``(model, batch_fn, loss_fn)``:
@@ -102,7 +114,7 @@ class GPTConfig:
 
 
 class _Block(nn.Module):
-    """Pre-LayerNorm transformer block: x + attn(ln(x)), then x + mlp(ln(x))."""
+    """Pre-LayerNorm transformer block: x + attn(ln(x)), then x + mlp(ln(x)) with the exact GELU."""
 
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
@@ -124,7 +136,7 @@ class _Block(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self._attention(self.ln_1(x))
-        return x + self.mlp_proj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+        return x + self.mlp_proj(F.gelu(self.fc(self.ln_2(x))))
 
 
 class GPT(nn.Module):
@@ -224,7 +236,8 @@ def gpt_batch(vocab: int, seq_len: int) -> BatchFn:
 
 
 def _lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1))
+    """nanoGPT's loss: cross-entropy on the logits in the dtype they come in (see the module docstring)."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 def _mlp_batch(d_in: int, classes: int) -> BatchFn:
