@@ -2,8 +2,9 @@
 
 :func:`advice_findings` is what a report's findings say of ``gpucomm advise`` rows: per workload
 (hardware, cluster shape, model, global batch, sequence length), one line — the strategy ranked first,
-its predicted step time, throughput and memory, and the runner-up's step time against it (the margin
-the choice rests on); strategies that do not fit in memory are counted.  These are predictions, and the
+its predicted step time, throughput and memory, and why it ranks first: the advisor's reason for it (the
+margin the choice rests on), or else the runner-up's step time against it; strategies that do not fit in
+memory are counted.  These are predictions, and the
 line says so.
 """
 
@@ -31,7 +32,9 @@ def _line(records: list[AdviceRecord]) -> str:
     text = (f"Recommended for {head}: {best.strategy} — predicted step {fmt_float(best.step_time_s * 1e3, 1)} ms, "
             f"{fmt_float(best.samples_per_s, 1)} samples/s, {fmt_mem(best.memory_per_gpu_bytes)} of "
             f"{fmt_mem(best.memory_capacity_bytes)} per GPU")
-    if len(ranked) > 1:
+    if best.reason.strip():  # the advisor's own words for why it ranks first
+        text += f"; why: {best.reason.strip()}"
+    elif len(ranked) > 1:
         runner = ranked[1]
         change = runner.step_time_s / best.step_time_s - 1.0
         text += f"; next, {runner.strategy}: {fmt_float(runner.step_time_s * 1e3, 1)} ms ({change:+.1%})"
