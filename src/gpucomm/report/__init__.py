@@ -1,19 +1,24 @@
 """Reports: terminal tables, Markdown, self-contained HTML and plots — pure functions of records.
 
+* :mod:`~gpucomm.report.findings` — the answer: per backend pair which ops are faster and by how much,
+  and how far to trust it (``bench_answer``, the last lines of ``gpucomm bench``); the training strategy
+  to pick and the equality verdict (``train_findings``, the last lines of ``gpucomm train``); the
+  advisor's recommendation.  Commands and reports say the same words.
 * :mod:`~gpucomm.report.terminal` — tables for the terminal (:func:`~gpucomm.report.terminal.bench_table`,
   ``train_table``, ``advice_table``, ``scale_table``) that fit whatever width they are printed at
-  (:mod:`~gpucomm.report.fit`), cheap to build for a live display.
-* :mod:`~gpucomm.report.findings` — what a report says first: one sentence per op and backend pair,
-  and the trust signals (wrong rows, noisy rows, CPU numbers).
+  (:mod:`~gpucomm.report.fit`; the answer columns go last), cheap to build for a live display, and
+  :class:`~gpucomm.report.terminal.Answer`, a command's closing lines wrapped to the terminal.
 * :mod:`~gpucomm.report.docs` — the measured tables in ``docs/*.md``, generated from
   ``benchmarks/results/`` (``gpucomm report --doc docs/``) and checked stale in CI; one file per block
   kind in ``docs/kinds/``.
 * :func:`build` (:mod:`~gpucomm.report.files`) — ``report.md``, ``report.html`` and ``plots/*.png|svg`` from one or more result
   directories; ``gpucomm report DIR [DIR …] [--out DIR]`` (:mod:`~gpucomm.report.cli`) runs it.
 
-How a report is made: :mod:`~gpucomm.report.runs` loads each directory as a labelled run;
-:mod:`~gpucomm.report.content` turns the runs into a :mod:`~gpucomm.report.document` (sections of
-paragraphs, tables and figures, drawn by :mod:`~gpucomm.report.plots`); :mod:`~gpucomm.report.markdown`
+How a report is made: :mod:`~gpucomm.report.runs` finds the runs in the directories given and loads
+each as a labelled run; :mod:`~gpucomm.report.content` turns the runs into a
+:mod:`~gpucomm.report.document` (sections of paragraphs, tables and figures, drawn by
+:mod:`~gpucomm.report.plots`), opening with the Findings section of :mod:`~gpucomm.report.overview`;
+:mod:`~gpucomm.report.markdown`
 and :mod:`~gpucomm.report.html` lay that one document out, so both files say the same thing.
 Number formats live in one place (``_format``).
 
