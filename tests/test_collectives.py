@@ -174,6 +174,7 @@ def _dist_calls_body() -> list[str]:
     return problems
 
 
+@pytest.mark.slow
 def test_every_rows_process_group_calls_on_gloo():
     from gpucomm.testing import check_ranks, spawn
 

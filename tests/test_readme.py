@@ -17,6 +17,7 @@ def test_readme_has_examples():
     assert len(PAIRS) >= 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("code", "expected"), PAIRS, ids=[f"example{i}" for i in range(len(PAIRS))])
 def test_example_output(tmp_path, code, expected):
     script = tmp_path / "example.py"

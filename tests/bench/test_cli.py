@@ -94,6 +94,7 @@ def _bench(args: list[str], **kw) -> subprocess.Popen:
                             stderr=subprocess.STDOUT, text=True, env=env, **kw)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not NO_GPU, reason="the CPU end-to-end run; GPU machines run test_gpu_bench")
 def test_cpu_run_end_to_end(tmp_path):
     out = tmp_path / "run"
@@ -115,6 +116,7 @@ def test_cpu_run_end_to_end(tmp_path):
     assert not (out / ".process-group-rows.jsonl").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupted_run_keeps_rows_and_builds_report(sig, tmp_path):
     out = tmp_path / "run"
@@ -136,6 +138,7 @@ def test_interrupted_run_keeps_rows_and_builds_report(sig, tmp_path):
     assert (out / "report.md").exists()
 
 
+@pytest.mark.slow
 def test_interrupt_during_process_group_phase_keeps_streamed_rows(tmp_path):
     out = tmp_path / "run"
     proc = _bench(["--backends", "torch.distributed", "--nproc", "2", "--devices", "cpu,cpu", "-b", "64K",
@@ -155,6 +158,7 @@ def test_interrupt_during_process_group_phase_keeps_streamed_rows(tmp_path):
     assert not (out / ".process-group-rows.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_a_second_interrupt_cannot_stop_the_report(tmp_path):
     out = tmp_path / "run"
     proc = _bench(["--backends", "gpucomm.comm", "--devices", "cpu,cpu", "-b", "1K", "-e", "64M", "-f", "2",

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 import torch
 
 from gpucomm.bench import pg
@@ -42,17 +43,20 @@ def _combine_body(times, wrong):
     return combine(times[rank], wrong[rank])
 
 
+@pytest.mark.slow
 def test_combine_takes_the_slowest_rank_per_iteration_and_sums_wrong():
     times = [[1.0, 5.0, 2.0], [3.0, 4.0, 2.5]]
     results = spawn(_combine_body, times, [1, 2])
     assert results == [([3.0, 5.0, 2.5], 3), ([3.0, 5.0, 2.5], 3)]
 
 
+@pytest.mark.slow
 def test_combine_keeps_not_checked_as_minus_one():
     results = spawn(_combine_body, [[1.0], [2.0]], [-1, -1])
     assert results == [([2.0], -1), ([2.0], -1)]
 
 
+@pytest.mark.slow
 def test_run_spawned_streams_every_row_once_and_returns_the_summary(tmp_path):
     rows = []
     stream = tmp_path / "stream.jsonl"

@@ -41,11 +41,13 @@ def test_process_group_communicator_world_of_one_in_process(prepared):
         check_ranks([_on_process_group(prepared)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("world_size", [2, 4])
 def test_process_group_communicator_gloo(world_size):
     check_ranks(spawn(_on_process_group, world_size=world_size))
 
 
+@pytest.mark.slow
 def test_process_group_communicator_prepared_gloo():
     check_ranks(spawn(_on_process_group, True, world_size=2))
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gpucomm.communicator import methods
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,6 +26,7 @@ def test_the_table_lists_every_method_the_rows_define():
     assert listed == set(methods())
 
 
+@pytest.mark.slow
 def test_each_example_prints_what_the_page_shows(tmp_path):
     for line, code, expected in _semantics.examples(DOC.read_text()):
         script = tmp_path / f"example_{line}.py"

@@ -527,6 +527,7 @@ def _half(xy, rank):
     return tuple(t[rank * (t.shape[0] // 2):(rank + 1) * (t.shape[0] // 2)] for t in xy)
 
 
+@pytest.mark.slow
 def test_across_processes_and_checkpoints_through_ddp(tmp_path):
     rdp, single, opt = _pair()
     ref_losses = []

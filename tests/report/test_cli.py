@@ -24,6 +24,7 @@ def test_bad_dir_is_one_line_and_exit_2(tmp_path, capsys):
     assert len(err) == 1 and "missing" in err[0] and err[0].startswith("gpucomm report: error:")
 
 
+@pytest.mark.slow
 def test_several_dirs_without_out_go_under_gpucomm_results(gpu_dir, cpu_dir, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["report", str(gpu_dir), str(cpu_dir)]) == 0
@@ -50,6 +51,7 @@ def test_hostile_records_are_one_line_naming_file_and_line(tmp_path, capsys, con
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_report_prints_its_findings_at_80_columns(gpu_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["report", str(gpu_dir), "--out", str(tmp_path / "out")]) == 0

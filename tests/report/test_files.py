@@ -10,6 +10,7 @@ from gpucomm.records import RecordError
 from gpucomm.report import build
 
 
+@pytest.mark.slow
 def test_build_writes_markdown_html_and_plots_into_the_result_dir(gpu_dir, gpu_report):
     assert gpu_report["markdown"] == gpu_dir / "report.md"
     assert gpu_report["html"] == gpu_dir / "report.html"
@@ -30,12 +31,14 @@ def test_markdown_and_html_hold_the_measured_numbers(gpu_report):
         assert text in page, text
 
 
+@pytest.mark.slow
 def test_several_dirs_default_under_gpucomm_results(gpu_dir, cpu_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     paths = build([gpu_dir, cpu_dir])
     assert paths["markdown"].parent.parent == Path("gpucomm-results")
 
 
+@pytest.mark.slow
 def test_report_files_are_not_written_through_planted_symlinks(tmp_path, gpu_dir):
     out = tmp_path / "out"
     out.mkdir()

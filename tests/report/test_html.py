@@ -120,6 +120,7 @@ def three_reports(tmp_path_factory):
     return {"bench": build(bench_dir), "train": build(train_dir), "both": build([bench_dir, train_dir], root / "both")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["bench", "train", "both"])
 def test_each_report_opens_with_its_answer_fits_the_page_and_shows_every_plot(three_reports, kind):
     paths = three_reports[kind]

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from report_records import advice_rows, env, write
 
 from gpucomm.report import build
@@ -88,6 +89,7 @@ def test_markdown_escapes_record_text_outside_code(tmp_path):
     assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
 
 
+@pytest.mark.slow
 def test_several_dirs_are_labelled_distinctly(compare_report):
     md = compare_report["markdown"].read_text()
     assert "run 1: hostA · 2x NVIDIA H200 · torch 2.11.0+cu130 · 2026-12-02" in md

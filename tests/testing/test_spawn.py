@@ -17,6 +17,7 @@ def _report() -> tuple[int, int, str, torch.Tensor]:
     return gd.get_rank(), gd.get_world_size(), os.environ["RANK"], t  # a tensor travels back by value
 
 
+@pytest.mark.slow
 def test_spawn_runs_a_body_on_every_rank_of_a_gloo_world_of_three():
     results = spawn(_report, world_size=3)
     assert [r[:3] for r in results] == [(r, 3, str(r)) for r in range(3)]

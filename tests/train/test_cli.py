@@ -110,6 +110,7 @@ def test_bad_timeout_is_one_line_exit_2_and_writes_nothing(value, tmp_path, caps
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_hung_ddp_rank_fails_its_row_after_the_timeout(tmp_path, capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(HERE))
     started = time.monotonic()
@@ -147,6 +148,7 @@ def test_user_factory_from_the_command_line(tmp_path, capsys, monkeypatch, twins
     assert rows[1].seq_len is None and rows[1].tokens_per_s is None and rows[1].equal_to_single
 
 
+@pytest.mark.slow
 def test_ddp_from_the_command_line(tmp_path, capsys):
     rc = _train(tmp_path, "--model", "mlp", "--strategies", "ddp", "--nproc", "2", "--assert-equal")
     out = capsys.readouterr().out
@@ -215,6 +217,7 @@ def _start(tmp_path, strategies_flag, model):
     ("single-process", "single,slow", "mlp"),
     ("ddp", "single,ddp", "gpucomm_train_factory_example:slow_in_ranks_factory"),
 ])
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_keeps_finished_rows_and_writes_the_report(tmp_path, phase, strategies_flag, model, sig, code):
     proc = _start(tmp_path, strategies_flag, model)
@@ -238,6 +241,7 @@ def test_interrupt_keeps_finished_rows_and_writes_the_report(tmp_path, phase, st
     assert (tmp_path / "out" / "report.md").exists()
 
 
+@pytest.mark.slow
 def test_interrupt_in_the_first_strategy_keeps_its_finished_steps_as_a_partial_row(tmp_path):
     proc = _start(tmp_path, "single", "gpucomm_train_factory_example:slow_loss_factory")
     proc.send_signal(signal.SIGINT)
@@ -251,6 +255,7 @@ def test_interrupt_in_the_first_strategy_keeps_its_finished_steps_as_a_partial_r
     assert f"interrupted (SIGINT): 0 finished rows kept; single's {row.steps} finished steps kept" in out
 
 
+@pytest.mark.slow
 def test_interrupt_before_any_strategy_says_so_and_writes_nothing(tmp_path):
     proc = _start(tmp_path, "single", "gpucomm_train_factory_example:slow_build_factory")
     proc.send_signal(signal.SIGINT)

@@ -75,6 +75,7 @@ def runs():
         sys.path.remove(str(HERE))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("strategy", ["twin", "ddp"])
 def test_equal_to_single_within_fp32_tolerance(runs, model, strategy):

@@ -9,10 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "train_vs_plain.py"
 
 
+@pytest.mark.slow
 def test_tiny_run_prints_every_block_and_both_ratios(tmp_path):
     out_file = tmp_path / "results" / "train-vs-plain_cpu_test.txt"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}

@@ -151,6 +151,7 @@ def _rank_body(model: str):
     return out
 
 
+@pytest.mark.slow
 def test_over_processes_equals_single(single):
     results = spawn(_rank_body, "gpt-tiny", world_size=2)
     check_ranks([p for r in results for form in r for p in form["problems"]])
