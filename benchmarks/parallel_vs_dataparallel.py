@@ -74,6 +74,9 @@ from torch import nn
 from gpucomm.parallel import GraphCaptureError, ReplicatedDataParallel
 from gpucomm.train.models import load_workload
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared clock beside this script, also when imported
+from _clock import SleepClock
+
 TARGETS = {"time": 1.02, "memory": 1.03, "eager_vs_dp": 1.0, "graphs_launch_over_gpu": 1 / 32}
 TOLERANCE = {"bf16": 3e-2, "fp32": 1e-5}
 _NULL = contextlib.nullcontext()
@@ -136,8 +139,9 @@ class Loop:
             self.model = ReplicatedDataParallel(net, devices, torch.optim.AdamW, lr=3e-4, fused=cuda,
                                                 capturable=graphs, graphs=graphs)
         else:
-            self.model = _Phased(_AutocastForward(net, cuda), device_ids=[d.index for d in devices],
-                                 output_device=first.index)
+            self.phase: Callable[[str], Any] = lambda name: _NULL
+            self.model = _phased(nn.DataParallel(_AutocastForward(net, cuda), device_ids=[d.index for d in devices],
+                                                 output_device=first.index), self)
             self.opt = torch.optim.AdamW(net.parameters(), lr=3e-4, fused=cuda)
 
     def step(self, x: torch.Tensor, y: torch.Tensor, phase: Callable[[str], Any] = lambda name: _NULL) -> Any:
@@ -161,7 +165,7 @@ class Loop:
                     loss = self.loss_fn(self.model(x), y)
             opt = self.opt
         else:  # dp: the batch to the first device, DataParallel scatters it from there
-            self.model.phase = phase
+            self.phase = phase
             x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
             out = self.model(x)
             with phase("loss"), self.autocast:
@@ -175,49 +179,23 @@ class Loop:
         return loss.detach()
 
 
-class _Phased(nn.DataParallel):
-    """``nn.DataParallel`` whose four forward phases run inside ``self.phase`` (its own methods, unchanged)."""
+def _phased(dp: nn.DataParallel, loop: Loop) -> nn.DataParallel:
+    """DataParallel whose four forward phases (its own methods, unchanged) run inside ``loop.phase``."""
+    for name in ("scatter", "replicate", "parallel_apply", "gather"):
+        setattr(dp, name, _in_phase(getattr(dp, name), name, loop))  # DataParallel.forward calls self.<name>
+    return dp
 
-    phase: Callable[[str], Any] = staticmethod(lambda name: _NULL)
 
-    def scatter(self, *a: Any, **k: Any) -> Any:
-        with self.phase("scatter"):
-            return super().scatter(*a, **k)
-
-    def replicate(self, *a: Any, **k: Any) -> Any:
-        with self.phase("replicate"):
-            return super().replicate(*a, **k)
-
-    def parallel_apply(self, *a: Any, **k: Any) -> Any:
-        with self.phase("parallel_apply"):
-            return super().parallel_apply(*a, **k)
-
-    def gather(self, *a: Any, **k: Any) -> Any:
-        with self.phase("gather"):
-            return super().gather(*a, **k)
+def _in_phase(method: Callable, name: str, loop: Loop) -> Callable:
+    def timed(*a: Any, **k: Any) -> Any:
+        with loop.phase(name):
+            return method(*a, **k)
+    return timed
 
 
 # ----- clocks ----------------------------------------------------------------------------------------------
-class Clock:
+class Clock(SleepClock):
     """Window, host, launch and GPU timing of steps (see the module notes)."""
-
-    def __init__(self, cuda: bool) -> None:
-        self.cuda = cuda
-        self.cycles_per_ms = self._calibrate() if cuda else 0.0
-
-    @staticmethod
-    def _calibrate() -> float:
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.cuda._sleep(20_000_000)
-        end.record()
-        torch.cuda.synchronize()
-        return 20_000_000 / start.elapsed_time(end)
-
-    def sync(self) -> None:
-        if self.cuda:
-            torch.cuda.synchronize()
 
     def host(self, loop: Loop, x: Any, y: Any) -> tuple[float, Any]:
         self.sync()
@@ -249,14 +227,7 @@ class Clock:
     def gpu(self, loop: Loop, x: Any, y: Any, host_ms: float) -> tuple[float | None, Any]:
         if not self.cuda:
             return None, loop.step(x, y)
-        self.sync()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(int(self.cycles_per_ms * (2 * host_ms + 5)))  # outlasts the enqueue
-        start.record()
-        loss = loop.step(x, y)
-        end.record()
-        self.sync()
-        return start.elapsed_time(end), loss
+        return self.behind_sleep(lambda: loop.step(x, y), host_ms)
 
 
 # ----- the two parts -------------------------------------------------------------------------------------

@@ -68,6 +68,9 @@ from gpucomm.train.models import load_workload
 from gpucomm.train.strategies import ReplicatedStrategy, SingleStrategy
 from gpucomm.train.strategies.base import pin
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared clock beside this script, also when imported
+from _clock import SleepClock
+
 TARGET = 1 / 32
 
 
@@ -112,26 +115,11 @@ def _hardware(device: str) -> str:
     return f"{short}x{torch.cuda.device_count()}"
 
 
-class _Timer:
-    """Host-timed and GPU-timed steps of one strategy (see the module notes)."""
+class _Timer(SleepClock):
+    """Host-timed, launch-timed and GPU-timed steps of one strategy (see the module notes)."""
 
     def __init__(self, device: str) -> None:
-        self.cuda = device == "cuda"
-        self.cycles_per_ms = self._calibrate() if self.cuda else 0.0
-
-    @staticmethod
-    def _calibrate() -> float:
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.cuda._sleep(20_000_000)
-        end.record()
-        torch.cuda.synchronize()
-        return 20_000_000 / start.elapsed_time(end)
-
-    def sync(self) -> None:
-        if self.cuda:
-            torch.cuda.synchronize()
+        super().__init__(device == "cuda")
 
     def host(self, strategy: Any, s: int, batch: Any) -> tuple[float, Any, dict[str, float]]:
         self.sync()
@@ -180,16 +168,10 @@ class _Timer:
         return launch, result.loss, phases
 
     def gpu(self, strategy: Any, s: int, batch: Any, host_ms: float) -> tuple[float, Any, float | None]:
-        self.sync()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(int(self.cycles_per_ms * (2 * host_ms + 5)))  # outlasts the enqueue
-        start.record()
-        result = strategy.step(s, batch)
-        end.record()
-        self.sync()
+        gpu, result = self.behind_sleep(lambda: strategy.step(s, batch), host_ms)
         strategy.take_host_phases()
         comm = getattr(strategy, "take_comm_ms", lambda: None)()  # replicated: its all-reduces' GPU time
-        return start.elapsed_time(end), result.loss, (comm[-1] if comm else None)
+        return gpu, result.loss, (comm[-1] if comm else None)
 
 
 def _config(args: argparse.Namespace, replicas: int, graphed: bool, steps: int) -> TrainConfig:

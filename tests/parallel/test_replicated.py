@@ -55,25 +55,33 @@ def _single_loss_step(opt, loss):
     return loss.item()
 
 
-def _step(rdp, x, y, loss_fn=F.cross_entropy):
+def _step(rdp, x, y, loss_fn=F.cross_entropy, problems=None):
     loss = rdp.loss(loss_fn, rdp(x), y)
     loss.backward()
     rdp.optimizer.step()
     rdp.optimizer.zero_grad()
-    assert rdp.verify_replicas() == []  # bit-identical after every step
+    if problems is None:
+        assert rdp.verify_replicas() == []  # bit-identical after every step
+    else:
+        problems += rdp.verify_replicas()  # across processes: collected, the parent reports them by rank
     return loss.item()
+
+
+def _assert_trains_as_one_device(rdp, single, opt, sizes=SIZES):
+    """Train both on the same batches (every one of ``sizes``): equal losses and parameters, identical replicas."""
+    losses, ref = [], []
+    for s, size in enumerate(sizes):
+        x, y = batch(s, size)
+        losses.append(_step(rdp, x, y))
+        ref.append(_single_step(single, opt, x, y))
+    assert_equal_runs(losses, ref, rdp.module, single)
 
 
 @pytest.mark.parametrize("threads", [True, False])
 def test_plain_loop_equals_one_device_with_uneven_batches(threads):
     rdp, single, opt = _pair(threads=threads)
     assert isinstance(rdp.optimizer, ReplicatedOptimizer) and rdp.module is not single
-    losses, ref = [], []
-    for s, size in enumerate(SIZES):
-        x, y = batch(s, size)
-        losses.append(_step(rdp, x, y))
-        ref.append(_single_step(single, opt, x, y))
-    assert_equal_runs(losses, ref, rdp.module, single)
+    _assert_trains_as_one_device(rdp, single, opt)
 
 
 def test_threads_or_not_give_the_same_bits():
@@ -311,6 +319,26 @@ def test_parameters_without_gradients_are_skipped_as_on_one_device():
     assert rdp.optimizer.state_dict()["state"].keys() == opt.state_dict()["state"].keys()
 
 
+class _Checkpointed(nn.Module):
+    def __init__(self, reentrant: bool):
+        super().__init__()
+        torch.manual_seed(9)
+        self.a, self.b, self.c, self.reentrant = nn.Linear(8, 16), nn.Linear(16, 16), nn.Linear(16, 4), reentrant
+
+    def forward(self, x):
+        h = torch.utils.checkpoint.checkpoint(self._middle, torch.tanh(self.a(x)), use_reentrant=self.reentrant)
+        return self.c(h)
+
+    def _middle(self, h):
+        return torch.tanh(self.b(h))
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_activation_checkpointing(reentrant):
+    rdp, single, opt = _pair(lambda: _Checkpointed(reentrant), opt=torch.optim.SGD, lr=0.1)
+    _assert_trains_as_one_device(rdp, single, opt)
+
+
 def test_buffers_follow_replica_0_and_replicas_stay_identical():
     def bn():
         torch.manual_seed(7)
@@ -474,12 +502,7 @@ def test_optimizer_factories_and_parameter_groups():
     single = mlp()
     opt = factory(list(single.parameters()))
     assert [len(g["params"]) for g in rdp.optimizer.param_groups] == [9, 9]  # 3 replicas x 3 tensors each
-    losses, ref = [], []
-    for s, size in enumerate(SIZES):
-        x, y = batch(s, size)
-        losses.append(_step(rdp, x, y))
-        ref.append(_single_step(single, opt, x, y))
-    assert_equal_runs(losses, ref, rdp.module, single)
+    _assert_trains_as_one_device(rdp, single, opt)
     assert rdp.optimizer.state_dict()["param_groups"] == opt.state_dict()["param_groups"]
 
 
@@ -502,13 +525,7 @@ def _forms_body(path: str):
                                      communicator=ProcessGroupCommunicator(device="cpu"))
         losses = []
         for s, size in STEPS:
-            x, y = _half(batch(s, size), rank)
-            loss = rdp.loss(F.cross_entropy, rdp(x), y)
-            loss.backward()
-            rdp.optimizer.step()
-            rdp.optimizer.zero_grad()
-            problems += rdp.verify_replicas()  # across processes too
-            losses.append(loss.item())
+            losses.append(_step(rdp, *_half(batch(s, size), rank), problems=problems))
         result[str(k)] = {"losses": losses, "state": {n: v.tolist() for n, v in rdp.state_dict().items()}}
     ckpt = torch.load(f"{path}/rdp.pt")
     net = mlp(seed=77)
