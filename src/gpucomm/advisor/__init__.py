@@ -1,11 +1,12 @@
-"""``gpucomm.advisor``: a calibrated cost model that recommends a training strategy.
+"""``gpucomm.advisor``: one model of memory and step time that prices every way to train, and ranks them.
 
-Data flows one way: :mod:`hardware` (the table) and :mod:`calibrate` (fits from records, :mod:`fits`)
-give a profile; :mod:`gpucomm.models` and :mod:`workload` describe the job; :mod:`cost` holds the
-collective and state formulas.  The planner: :mod:`layout` (a parallel layout and its rules),
-:mod:`memory` and :mod:`timing` (the physics), :mod:`search` (enumerate, rank, explain).  :mod:`plan`
-predicts the named strategies of the 1-64 GPU comparison; :mod:`cli` renders (``gpucomm advise``).
-Nothing here imports torch.
+Data flows one way: :mod:`hardware` (the table) and :mod:`calibrate` (fits from records, :mod:`fits`,
+:mod:`measured`) give a profile; :mod:`gpucomm.models` describes the model, :mod:`precision` and :mod:`job` the
+run; :mod:`layout` is one way to run it (the named strategies are presets of it).  The physics: :mod:`memory`,
+:mod:`timing` (with :mod:`cost`'s collective formulas and :mod:`wrappers`' host costs).  :mod:`search`
+enumerates, prices and ranks layouts; :mod:`answer` decides what ``gpucomm advise`` shows, :mod:`render` shows it,
+:mod:`cli` parses.  Nothing here imports torch.
 """
 
-__all__ = ["calibrate", "cost", "fits", "hardware", "layout", "memory", "plan", "search", "timing", "workload"]
+__all__ = ["answer", "calibrate", "cost", "fits", "hardware", "job", "layout", "measured", "memory", "precision",
+           "render", "search", "timing", "wrappers"]

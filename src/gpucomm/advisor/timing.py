@@ -43,6 +43,12 @@ NICs with the other groups on it):
   micro-batch for ``reshard=fwd|bwd``, once per step for ``reshard=step`` (:func:`gathered_exposed_s`);
 * ``hsdp``: fsdp inside a machine; the 1/shard gradient all-reduce across machines overlaps backward.
 
+**The wrapper** (``wrapper``): ``dataparallel`` replaces the data-parallel collectives with DataParallel's
+serial transfers (:func:`dataparallel_parts`) and runs every replica's loss on device 0; ``replicated`` and
+``dataparallel`` use one-process ("local") collective figures; each wrapper adds its host cost per device and
+compute slowdown (:mod:`gpucomm.advisor.wrappers`).  Replicas that share a device (``Job.colocated``: several
+on one GPU, or CPU "devices" sharing the host's cores) run one after another: their compute multiplies.
+
 **Optimizer**: the compute source's optimizer step over the local parameters (measured, or Adam's bytes at the
 HBM bandwidth), unless measured whole steps give a per-step cost (``ComputeParts.fixed_s``).
 """
