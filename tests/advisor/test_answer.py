@@ -34,3 +34,20 @@ def test_rows_that_do_not_apply_are_left_out_with_their_reason():
     assert "single" not in left and "shard over" in left["fsdp"]  # one GPU: nothing to shard over
     with pytest.raises(ValueError, match="--model 'nosuch'"):
         answer.architecture(_cfg(model="nosuch"))
+
+
+def test_an_extrapolated_compute_lookup_is_said():
+    from gpucomm import models
+    from gpucomm.advisor import search, timing
+    from gpucomm.advisor.compute import ComputeParts
+    from gpucomm.advisor.job import Job
+    from gpucomm.advisor.layout import Layout
+
+    job = Job(arch=models.get("gpt-124m"), profile=hardware.get("h200-nvswitch"), nodes=1, gpus_per_node=1,
+              global_batch=8, seq=1024)
+    parts = ComputeParts(t_mb=0.02, t_head=0.004, gemm_fwd_s=0.0005, attn_fwd_s=0.0001, per_stage=12,
+                         extrapolated=("tokens 262144 above the largest measured 131072",))
+    plan = search.Plan(layout=Layout(mb=8), memory=None, time=timing.step_time(job, Layout(mb=8), parts),
+                       capacity=None)
+    assert any("extrapolated beyond the measured compute profile: tokens 262144" in a
+               for a in answer.assumptions(job, [plan]))

@@ -15,6 +15,7 @@ from typing import Any
 
 from gpucomm import models
 from gpucomm.advisor import calibrate, hardware, layout, measured, search, timing, wrappers
+from gpucomm.advisor.compute import source_for
 from gpucomm.advisor.hardware import HardwareProfile
 from gpucomm.advisor.job import Job
 from gpucomm.advisor.precision import Precision
@@ -264,10 +265,7 @@ def assumptions(job: Job, plans: list[search.Plan]) -> list[str]:
         lines.append(f"compute of {job.arch.name} from {len(fit['points'])} measured single-device steps "
                      f"(train records); other layouts from the datasheet model")
     elif p.peak_flops(job.dtype) is not None:
-        eff = p.gemm_efficiency or timing.GEMM_EFFICIENCY
-        lines.append(f"compute not measured: datasheet peak x GEMM efficiency {eff:.2f} "
-                     f"({p.sources.get('gemm_efficiency', 'the planner default')}) x a size factor; flash attention "
-                     f"at {p.attention_efficiency or timing.ATTENTION_EFFICIENCY:.2f} of peak")
+        lines += source_for(job).assumptions(job)
     lines.append(f"{job.precision.label()}; loss {job.loss} (--loss); kernels {job.kernels} (--kernels)")
     if (p.calibration or {}).get("comm_in_wrapper"):
         lines.append("no bench records: each wrapper's communication is inside its cost fitted from train records, "
@@ -284,6 +282,10 @@ def assumptions(job: Job, plans: list[search.Plan]) -> list[str]:
         note = wrappers.cost(p, plan.layout).note
         if note and note not in lines:
             lines.append(note)
+        for what in plan.time.extrapolated if plan.time else ():
+            line = f"extrapolated beyond the measured compute profile: {what}"
+            if line not in lines:
+                lines.append(line)
     if job.arch.source.startswith("--params"):
         lines.append(f"model shape from {job.arch.source}: {job.arch.layers} layers x {job.arch.hidden}, "
                      f"{job.arch.params():,} parameters")

@@ -109,6 +109,8 @@ class StepTime:
     """The GEMM efficiency used (fraction of peak; 0 when compute came from measured steps)."""
     overhead_s: float = 0.0
     """The wrapper's host cost and compute slowdown (:mod:`gpucomm.advisor.wrappers`)."""
+    extrapolated: tuple[str, ...] = ()
+    """What the compute source looked up outside its measured grid (one line each); empty otherwise."""
 
     @property
     def exposed_comm_s(self) -> float:
@@ -317,7 +319,7 @@ def _assemble(job: Job, layout: Layout, parts: ComputeParts) -> StepTime:
     tp_s, cp_s = m * stages[slowest] * tp_layer, m * stages[slowest] * cp_layer
     return StepTime(step_s=step, compute_s=compute, tp_s=tp_s, cp_exposed_s=cp_s, bubble_s=bubble,
                     p2p_s=p2p, dp_exposed_s=dp_exposed, dp_total_s=dp_total, optimizer_s=opt, micro_batches=m,
-                    efficiency=parts.efficiency, overhead_s=overhead)
+                    efficiency=parts.efficiency, overhead_s=overhead, extrapolated=parts.extrapolated)
 
 
 def dataparallel_parts(job: Job, layout: Layout) -> dict[str, float]:
