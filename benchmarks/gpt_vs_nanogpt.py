@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import gc
 import math
 import os
 import platform
@@ -54,6 +53,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the device helpers of train_vs_plain, shared
+from train_vs_plain import _batches, _fresh, _hardware, _sync
 
 SIDES = ("builtin", "nanogpt")
 TARGET = 1.02
@@ -185,28 +187,8 @@ class Block:
     peak_bytes: int | None
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _fresh(device: torch.device) -> None:
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(device)
-
-
 def _peak(device: torch.device) -> int | None:
     return int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
-
-
-def _batches(workload, n: int, batch: int, device: torch.device) -> list:
-    out = []
-    for s in range(n):
-        x, y = workload.batch_fn(0, s, batch)
-        out.append((x.pin_memory(), y.pin_memory()) if device.type == "cuda" else (x, y))
-    return out
 
 
 def nanogpt_block(workload, cfg, device: torch.device, batch: int, warmup: int, steps: int, lr: float,
@@ -271,12 +253,6 @@ def _ratios(blocks: list[Block], attr: str) -> list[float]:
         if by.get("builtin") is not None and by.get("nanogpt"):
             out.append(by["builtin"] / by["nanogpt"])
     return out
-
-
-def _hardware(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} threads)"
 
 
 def run(args: argparse.Namespace, emit: Callable[[str], None]) -> dict[str, float]:
