@@ -205,6 +205,7 @@ def advise(cfg: Any, profile: HardwareProfile) -> Advice:
     per_gpu = DEFAULT_NAMED_BATCH / gpus if named else SEARCH_TOKENS / (seq * gpus)
     batch = cfg.global_batch or gpus * max(1, round(per_gpu))
     job = make_job(cfg, profile, arch, cfg.gpus, cfg.nodes, batch)
+    source_for(job)  # a compute profile that cannot price this job (another GPU, a corrupt file) fails here: exit 2
     if named:
         if batch % gpus:
             raise ValueError(f"--global-batch {batch}: must divide over the {gpus} GPUs (--nodes x --gpus) for the "
