@@ -85,6 +85,12 @@ def _json(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
+def _several(rows: Sequence[tuple[int, Any]]) -> bool:
+    """Whether (run index, record) rows come from more than one run: only then does a table need a run column
+    (a bench run beside a train run has one run of each)."""
+    return len({i for i, _ in rows}) > 1
+
+
 def _table(columns: Sequence[tuple[str, str, bool]], rows: list[list[str]], flags: list[str],
            caption: str = "", groups: list[tuple[str, int]] | None = None) -> Table:
     """A :class:`Table` from (header, unit, numeric) columns."""
@@ -173,7 +179,7 @@ def _wrong_section(runs: Sequence[Run]) -> Section | None:
     if not bench and not train:
         return None
     section = Section("Wrong results", anchor="wrong")
-    multi = len(runs) > 1
+    multi = _several(bench)
     wrong = [(i, r) for i, r in bench if r.wrong > 0]
     unchecked = sum(1 for _, r in bench if r.wrong < 0)
     if bench and not wrong:
@@ -228,7 +234,7 @@ def _summary_table(runs: Sequence[Run], bench: list[tuple[int, BenchRecord]]) ->
     for i, r in bench:
         groups[(i, r.op, plots.backend_key(r.backend), r.backend, _FORM_ORDER.get(r.form, 9), r.form, r.n,
                 r.dtype)].append(r)
-    multi = len(runs) > 1
+    multi = _several(bench)
     show_form = len({r.form for _, r in bench}) > 1
     lead = ([("run", "", False)] if multi else []) + [("op", "", False), ("backend", "", False)] + (
         [("form", "", False)] if show_form else []) + [
@@ -305,7 +311,7 @@ def _op_table(runs: Sequence[Run], op: str, bench: list[tuple[int, BenchRecord]]
     placements = sorted({r.placement for _, r in bench}, key=lambda p: (p != "out-of-place", p))
     timings = sorted({r.timing for _, r in bench})
     constant = _constant_columns(bench)
-    multi = len(runs) > 1
+    multi = _several(bench)
     show_timing = len(timings) > 1
     show_form = len({r.form for _, r in bench}) > 1
     show_note = any(r.note for _, r in bench)
@@ -428,7 +434,7 @@ def _train_flag(r: TrainRecord) -> str:
 
 
 def _train_table(runs: Sequence[Run], train: list[tuple[int, TrainRecord]]) -> Table:
-    multi = len(runs) > 1
+    multi = _several(train)
     cols = ([("run", "", False)] if multi else []) + _TRAIN_COLS
     ordered = sorted(train, key=lambda x: (x[0], x[1].model, _strategy_key(x[1].strategy), x[1].n_devices))
     rows = [([runs[i].tag] if multi else []) + [

@@ -18,6 +18,7 @@ __all__ = ["TEMPLATE", "render"]
 TEMPLATE = "report.html.j2"
 _WRAP_COLUMNS = ("note", "reason", "equal to single", "slower at")  # prose may wrap; numbers and names do not
 _WIDE_FIGURES = ("headline_speedup", "train", "scale")  # several panels each: given the full width
+_DENSE_COLUMNS = 16  # a table this wide (an op's two placements side by side) gets a smaller font to fit 1,280 px
 
 
 def _data_uri(svg: bytes) -> str:
@@ -37,4 +38,4 @@ def render(doc: Document) -> str:
     """The whole report as one HTML page."""
     source = resources.files("gpucomm.report").joinpath("templates").joinpath(TEMPLATE).read_text(encoding="utf-8")
     return _environment().from_string(source).render(doc=doc, wrap_columns=_WRAP_COLUMNS,
-                                                      wide_figures=_WIDE_FIGURES)
+                                                      wide_figures=_WIDE_FIGURES, dense_columns=_DENSE_COLUMNS)

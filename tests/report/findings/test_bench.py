@@ -122,3 +122,10 @@ def test_pairs_without_a_trusted_ratio_share_one_sentence():
     assert len(sentences) == 2 and sentences[0].startswith("gather, gpucomm.comm vs torch.cuda.comm: faster")
     assert sentences[1] == ("No trustworthy ratio (every row too noisy or wrong): gpucomm.comm vs torch.cuda.comm "
                             "at reduce, scatter.")
+
+
+def test_a_margin_within_three_percent_is_no_answer():
+    assert _one(_pair("gather", {8: 1.0, 1 << 10: 1.01, 1 << 20: 1.05})).verdict == "on par"  # faster, by 1%
+    assert _one(_pair("gather", {8: 0.95, 1 << 10: 0.99, 1 << 20: 0.98})).verdict == "on par"  # slower, by 2%
+    weak = _one(_pair("gather", {8: 0.71, 1 << 10: 1.01, 1 << 20: 1.02}))
+    assert weak.verdict == "mixed" and weak.phrase() == "gather 0.71–1.02x"  # "faster from 1 KiB up" by 1.5%

@@ -119,7 +119,12 @@ class PairFinding:
     @property
     def verdict(self) -> str:
         """"faster", "faster from" (from a size up, slower below), "slower", "on par", "mixed" or "unknown"
-        (no trusted row)."""
+        (no trusted row).
+
+        A difference within :data:`EVEN` is no answer: "on par" when every size is within it, or when the
+        backend is faster (slower) at every size but its median speedup is within it; "mixed" when it is
+        faster only from a size up and by no more than that there.
+        """
         speedups = [s for _, s in self.by_size]
         if not speedups:
             return "unknown"
@@ -127,10 +132,13 @@ class PairFinding:
             return "on par"
         start = self.faster_from
         if start == self.by_size[0][0]:
-            return "faster"
+            return "faster" if statistics.median(speedups) > 1.0 + EVEN else "on par"
         if start is not None:
-            return "faster from"
-        return "slower" if max(speedups) < 1.0 else "mixed"
+            above = statistics.median(s for z, s in self.by_size if z >= start)
+            return "faster from" if above > 1.0 + EVEN else "mixed"
+        if max(speedups) < 1.0:
+            return "slower" if statistics.median(speedups) < 1.0 - EVEN else "on par"
+        return "mixed"
 
     @property
     def quoted(self) -> tuple[tuple[int, float], ...]:
