@@ -7,7 +7,7 @@ Usage::
 
 What it does, in order:
 
-1. runs ``gpucomm bench -b 1K -e 64K`` and ``gpucomm train --model gpt-tiny --steps 5 --warmup-steps 1`` on
+1. runs ``gpucomm bench -b 1K -e 64K`` and ``gpucomm train --model gpt-tiny --steps 30 --warmup-steps 5`` on
    the CPU (about 30 s together), into ``RUNS/bench`` and ``RUNS/train``;
 2. writes three reports with ``gpucomm report``: the bench run, the train run, and both together;
 3. lays each ``report.html`` out in headless Chromium at 1,280 px and fails when anything is wider than
@@ -41,7 +41,7 @@ HEIGHT = 1700
 MAX_BYTES = 500_000
 
 RUNS = {"bench": ["bench", "-b", "1K", "-e", "64K"],
-        "train": ["train", "--model", "gpt-tiny", "--steps", "5", "--warmup-steps", "1"]}
+        "train": ["train", "--model", "gpt-tiny", "--steps", "30", "--warmup-steps", "5"]}
 REPORTS = {"bench": ("bench",), "train": ("train",), "both": ("bench", "train")}
 
 _PROBE = """<script>
