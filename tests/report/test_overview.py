@@ -84,3 +84,8 @@ def test_a_train_only_run_has_findings_too_and_several_runs_are_titled():
 
 def test_no_result_rows_no_section():
     assert overview.findings_section([_run()]) is None
+
+
+def test_a_bench_run_beside_a_train_run_needs_no_run_tag_in_its_table():
+    runs = [_run("run 1", bench=_pair("gather", {8: 2.0})), _run("run 2", train=train_rows())]
+    assert [g for g, _ in overview.summary_table(runs).groups] == ["", "gpucomm.comm vs torch.cuda.comm"]

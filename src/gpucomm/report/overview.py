@@ -53,7 +53,7 @@ def summary_table(runs: Sequence[Run]) -> Table | None:
     found = pair_findings(runs)
     if not found:
         return None
-    multi = len(runs) > 1
+    multi = len({f.run for f in found}) > 1  # a run tag only when several runs have bench rows
     pairs = list(dict.fromkeys((f.run, f.backend, f.baseline) for f in found))
     forms = {p: [x for x in _FORMS if any((f.run, f.backend, f.baseline, f.form) == (*p, x) for f in found)]
              for p in pairs}

@@ -266,7 +266,7 @@ def headline_plot(runs: Sequence[Run]) -> Figure | None:
     found = [f for f in pair_findings(runs) if f.by_size or f.untrusted_by_size]
     if not found:
         return None
-    multi = len(runs) > 1
+    multi = len({f.run for f in found}) > 1
     ops = list(dict.fromkeys(f.op for f in found))
     keys = list(dict.fromkeys(((f.run, backend_key(f.backend), f.backend), _FORMS.get(f.form, 9)) for f in found))
     colours = _palette(keys)

@@ -312,8 +312,8 @@ def pair_findings(runs: Sequence[Run]) -> list[PairFinding]:
 def pair_sentences(runs: Sequence[Run]) -> list[str]:
     """One sentence per op and backend pair with a trusted ratio (prefixed by the run's tag when several runs
     are compared), then one sentence naming every pair and op without one (all its rows noisy or wrong)."""
-    multi = len(runs) > 1
     found = pair_findings(runs)
+    multi = len({f.run for f in found}) > 1  # tag sentences only when several runs have bench rows
     out = [f.sentence(f"[{runs[f.run].tag}] " if multi else "") for f in found if f.speedup is not None]
     unknown: dict[str, list[str]] = defaultdict(list)
     for f in found:
