@@ -309,7 +309,7 @@ def _assemble(job: Job, layout: Layout, parts: ComputeParts) -> StepTime:
 
     if parts.fixed_s is None:
         local = stage_params / (shard_size(L, gpus_per_node) if L.shard != "none" else 1)
-        opt = source_for(job).optimizer_s(job, local).seconds
+        opt = source_for(job).optimizer_s(job, local).value
     else:
         opt = parts.fixed_s * share
     wc = wrappers.cost(profile, L)

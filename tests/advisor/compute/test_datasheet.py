@@ -24,7 +24,7 @@ def test_a_gpu_without_a_compute_profile_is_priced_by_the_datasheet_and_says_so(
 def test_optimizer_is_adams_28_bytes_per_parameter_at_the_hbm_bandwidth():
     job = _job()
     got = datasheet.Datasheet().optimizer_s(job, 1e9)
-    assert got.seconds == pytest.approx(28e9 / 2039e9) and got.extrapolated == ()
+    assert got.value == pytest.approx(28e9 / 2039e9) and got.extrapolated == ()
 
 
 def test_one_gpu_step_is_micro_batches_of_parts_plus_the_optimizer():

@@ -229,7 +229,7 @@ class Datasheet:
         return parts(job, layout)
 
     def optimizer_s(self, job: Job, params: float) -> Lookup:
-        return Lookup(seconds=optimizer_s(job, params))
+        return Lookup(value=optimizer_s(job, params))
 
     def assumptions(self, job: Job) -> list[str]:
         p = job.profile

@@ -14,14 +14,15 @@ __all__ = ["ComputeParts", "Lookup"]
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Lookup:
-    """One number a compute source looked up, and how far from what it saw.
+    """One number a compute source looked up (seconds, or bytes where the question is memory), and how far
+    from what it saw.
 
     ``extrapolated`` is empty when the number is a measured point, an interpolation between measured points,
     or a datasheet formula (which holds everywhere it holds); otherwise one line per coordinate that lay
     outside the measured grid (``"tokens 262144 above the largest measured 131072"``).
     """
 
-    seconds: float
+    value: float
     extrapolated: tuple[str, ...] = ()
 
 

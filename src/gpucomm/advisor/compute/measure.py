@@ -1,0 +1,321 @@
+"""Timing the modules of :mod:`gpucomm.advisor.compute.modules` on the device at hand: a compute profile.
+
+**How a point is timed** — the way ``gpucomm train`` times a step (:mod:`gpucomm.train.loop`), so that what is
+measured is what a user's eager loop spends, host gaps included:
+
+* warm-up iterations first (cuBLAS heuristics, allocator, autotuning), untimed, the host waiting for the device
+  before the window;
+* then a window of timed iterations in which the host only enqueues: on CUDA an event is recorded after each
+  phase of an iteration (after the forward, after the backward), nothing synchronises, and a phase's time is
+  from the previous event to its own — the cadence at which the GPU completes it, launch gaps included;
+* one synchronise after the window; each phase's time is the median over the timed iterations (scaled so that
+  the phases sum to the median iteration).
+
+On CPU there are no events: each phase is timed with the host clock (CPU work runs in the calling thread).
+Gradients are set to None after each iteration (``zero_grad(set_to_none=True)``: the first micro-batch of a
+step).  Each point builds its own module and inputs and frees them (``torch.cuda.empty_cache()``) before the
+next, so that a step's peak reserved memory starts from an empty cache.  A point that runs out of memory is
+left out and named in the profile (``device["skipped"]``), not retried.
+
+**The device** (``ComputeProfile.device``): its name and memory, NVML's power limit and maximum SM clock, the
+SM clock read at the end of a second of back-to-back 8192-wide GEMMs (the clock the power limit sustains), and
+a 1 GiB device-to-device copy's rate (read + write bytes: the bandwidth memory-bound work sees).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from gpucomm.advisor.compute import modules
+from gpucomm.advisor.compute.profile import ComputeProfile
+from gpucomm.advisor.compute.shapes import (
+    AttentionShape,
+    EmbeddingShape,
+    Grid,
+    HeadShape,
+    LayerShape,
+    OptimizerShape,
+    Rates,
+    StepShape,
+    expected_s,
+    repeats,
+    work,
+)
+
+__all__ = ["device_info", "measure", "time_phases"]
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_phases(phases: list[Callable[[], Any]], device: torch.device, warmup: int, timed: int) -> list[float]:
+    """Median seconds of each phase over ``timed`` iterations after ``warmup`` (module docstring)."""
+    for _ in range(warmup):
+        for ph in phases:
+            ph()
+    _sync(device)
+    if device.type == "cuda":
+        stream = torch.cuda.current_stream(device)
+        marks = [[torch.cuda.Event(enable_timing=True) for _ in range(len(phases) + 1)] for _ in range(timed)]
+        for i in range(timed):
+            if i == 0:
+                marks[0][0].record(stream)
+            for j, ph in enumerate(phases):
+                ph()
+                marks[i][j + 1].record(stream)
+        torch.cuda.synchronize(device)
+        per = []
+        for i in range(timed):
+            prev = marks[i - 1][-1] if i else marks[0][0]
+            cuts = [prev, *marks[i][1:]]
+            per.append([cuts[j].elapsed_time(cuts[j + 1]) * 1e-3 for j in range(len(phases))])
+    else:
+        per = []
+        for _ in range(timed):
+            row = []
+            for ph in phases:
+                t0 = time.perf_counter()
+                ph()
+                row.append(time.perf_counter() - t0)
+            per.append(row)
+    total = statistics.median(sum(r) for r in per)
+    meds = [statistics.median(r[j] for r in per) for j in range(len(phases))]
+    norm = total / sum(meds) if sum(meds) > 0 else 1.0
+    return [m * norm for m in meds]
+
+
+class _Ctx:
+    """What every point needs: device, autocast, compile."""
+
+    def __init__(self, device: torch.device, precision: str, software: str) -> None:
+        self.device, self.software = device, software
+        self.autocast = precision == "bf16"
+        self.dtype = torch.bfloat16 if self.autocast else torch.float32
+
+    def amp(self):
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast)
+
+    def module(self, m: torch.nn.Module) -> torch.nn.Module:
+        m = modules.init_(m).to(self.device)
+        return torch.compile(m) if self.software == "compiled" else m
+
+    def reps(self, expected_s: float) -> tuple[int, int]:
+        return repeats(expected_s) if self.device.type == "cuda" else (1, 3)
+
+
+def _none_grads(*tensors_or_modules) -> None:
+    for t in tensors_or_modules:
+        if isinstance(t, torch.nn.Module):
+            for p in t.parameters():
+                p.grad = None
+        else:
+            t.grad = None
+
+
+def _layer(ctx: _Ctx, s: LayerShape, expected: float) -> dict[str, Any]:
+    mod = ctx.module(modules.layer(s))
+    x = torch.randn(s.mb, s.seq, s.hidden, device=ctx.device, requires_grad=True)
+    dy = torch.randn(s.mb, s.seq, s.hidden, device=ctx.device) * 1e-3
+    held: dict[str, torch.Tensor] = {}
+
+    def fwd():
+        with ctx.amp():
+            held["y"] = mod(x)
+
+    def bwd():
+        held.pop("y").backward(dy)
+        _none_grads(mod, x)
+
+    f, b = time_phases([fwd, bwd], ctx.device, *ctx.reps(expected))
+    return {"fwd_s": f, "bwd_s": b}
+
+
+def _kernels(ctx: _Ctx, s: LayerShape, expected: float) -> dict[str, Any]:
+    """The layer's matmuls alone, forward (``x W^T``) and backward (``dy W``, ``dy^T x``), in the compute dtype."""
+    dev, dt = ctx.device, ctx.dtype
+    mats = [(torch.randn(s.tokens, i, device=dev, dtype=dt), torch.randn(o, i, device=dev, dtype=dt),
+             torch.randn(s.tokens, o, device=dev, dtype=dt)) for _, i, o in s.matmuls()]
+
+    def fwd():
+        for x, w, _ in mats:
+            torch.mm(x, w.t())
+
+    def bwd():
+        for x, w, dy in mats:
+            torch.mm(dy, w)
+            torch.mm(dy.t(), x)
+
+    f, b = time_phases([fwd, bwd], dev, 1, 3)
+    return {"gemm_fwd_s": f, "gemm_bwd_s": b}
+
+
+def _attention(ctx: _Ctx, a: AttentionShape, expected: float) -> dict[str, Any]:
+    dev, dt = ctx.device, ctx.dtype
+    q, k, v = (torch.randn(a.mb, a.heads, a.seq, a.head_dim, device=dev, dtype=dt, requires_grad=True)
+               for _ in range(3))
+    dy = torch.randn(a.mb, a.heads, a.seq, a.head_dim, device=dev, dtype=dt) * 1e-3
+    held: dict[str, torch.Tensor] = {}
+
+    def fwd():
+        held["y"] = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def bwd():
+        held.pop("y").backward(dy)
+        _none_grads(q, k, v)
+
+    f, b = time_phases([fwd, bwd], dev, *ctx.reps(expected))
+    return {"fwd_s": f, "bwd_s": b}
+
+
+def _embedding(ctx: _Ctx, e: EmbeddingShape, expected: float) -> dict[str, Any]:
+    mod = ctx.module(modules.Embedding(e))
+    idx = torch.randint(0, e.vocab, (e.mb, e.seq), device=ctx.device)
+    dy = torch.randn(e.mb, e.seq, e.hidden, device=ctx.device) * 1e-3
+
+    def step():
+        mod(idx).backward(dy)
+        _none_grads(mod)
+
+    (t,) = time_phases([step], ctx.device, *ctx.reps(expected))
+    return {"seconds": t}
+
+
+def _head(ctx: _Ctx, h: HeadShape, expected: float) -> dict[str, Any]:
+    mod = ctx.module(modules.Head(h))
+    x = torch.randn(h.mb, h.seq, h.hidden, device=ctx.device, requires_grad=True)
+    y = torch.randint(0, h.vocab, (h.mb, h.seq), device=ctx.device)
+
+    def step():
+        with ctx.amp():
+            loss = mod(x, y)
+        loss.backward()
+        _none_grads(mod, x)
+
+    (t,) = time_phases([step], ctx.device, *ctx.reps(expected))
+    return {"seconds": t}
+
+
+def _optimizer(ctx: _Ctx, o: OptimizerShape, expected: float) -> dict[str, Any]:
+    dev = ctx.device
+    params = [torch.randn(*shape, device=dev).mul_(0.02).requires_grad_() for shape in o.tensors()]
+    for p in params:
+        p.grad = torch.randn_like(p) * 1e-3
+    opt = torch.optim.AdamW(params, lr=1e-4, fused=True)
+    opt.step()  # the states are created by the first step; a user's first step is not timed either
+    (t,) = time_phases([opt.step], dev, *ctx.reps(expected))
+    return {"params": o.params(), "tensors": len(params), "seconds": t}
+
+
+def _step(ctx: _Ctx, st: StepShape, expected: float) -> dict[str, Any]:
+    s, dev = st.layer, ctx.device
+    emb = EmbeddingShape(vocab=st.vocab, hidden=s.hidden, seq=s.seq, mb=s.mb, positions=s.family == "gpt")
+    head = HeadShape(family=s.family, vocab=st.vocab, hidden=s.hidden, seq=s.seq, mb=s.mb, loss=st.loss)
+    model = ctx.module(modules.Stack(emb, [s] * st.layers, head))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    idx = torch.randint(0, st.vocab, (s.mb, s.seq), device=dev)
+    tgt = torch.randint(0, st.vocab, (s.mb, s.seq), device=dev)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with ctx.amp():
+            loss = model(idx, tgt)
+        loss.backward()
+        opt.step()
+
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
+    (t,) = time_phases([step], dev, *ctx.reps(expected))
+    out: dict[str, Any] = {"seconds": t, "params": sum(p.numel() for p in model.parameters())}
+    if dev.type == "cuda":
+        out["peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated(dev))
+        out["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved(dev))
+    else:
+        out["peak_allocated_bytes"] = out["peak_reserved_bytes"] = 0
+    return out
+
+
+_MEASURE = {"layer": _layer, "kernels": _kernels, "attention": _attention, "embedding": _embedding,
+            "head": _head, "optimizer": _optimizer, "step": _step}
+
+
+def device_info(device: torch.device) -> dict[str, Any]:
+    """Name, memory, power limit, clocks and copy bandwidth of ``device`` (module docstring)."""
+    if device.type != "cuda":
+        import platform
+
+        return {"type": "cpu", "name": "cpu", "processor": platform.processor() or platform.machine()}
+    props = torch.cuda.get_device_properties(device)
+    info: dict[str, Any] = {"type": "cuda", "name": props.name, "memory_bytes": int(props.total_memory),
+                            "multiprocessors": props.multi_processor_count,
+                            "capability": f"{props.major}.{props.minor}"}
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda._get_nvml_device_index(device))
+        info["power_limit_w"] = pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000.0
+        info["sm_clock_max_mhz"] = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)
+        a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 1.0:
+            for _ in range(8):
+                a @ a
+            torch.cuda.synchronize(device)
+        info["sm_clock_sustained_mhz"] = pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
+        info["power_draw_w"] = pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0
+        del a
+    except Exception as exc:  # the clocks are context for derivations; their absence must not lose a profile
+        info["nvml_error"] = f"{type(exc).__name__}: {exc}"
+    bufs = [torch.empty(2**30, dtype=torch.uint8, device=device) for _ in range(2)]
+    (t,) = time_phases([lambda: bufs[1].copy_(bufs[0])], device, 2, 10)
+    info["copy_gbps"] = 2 * 2**30 / t / 1e9
+    bufs.clear()
+    torch.cuda.empty_cache()
+    return info
+
+
+def measure(grid: Grid, device: torch.device, *, software: str = "eager", precision: str = "bf16",
+            grid_name: str = "", env: dict[str, Any] | None = None,
+            progress: Callable[[str], None] | None = None) -> ComputeProfile:
+    """Time every point of ``grid`` on ``device`` and return the profile (module docstring)."""
+    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    ctx = _Ctx(device, precision, software)
+    info = device_info(device)
+    say(f"measure: {info['name']}" + (f", {info.get('power_limit_w', 0):g} W, SM {info.get('sm_clock_sustained_mhz')}"
+                                       f" MHz under load, copy {info['copy_gbps']:,.0f} GB/s"
+                                       if device.type == "cuda" else "") + f"; {grid.count()} points")
+    todo = work(grid)
+    points: dict[str, list[dict[str, Any]]] = {k: [] for k in _MEASURE}
+    skipped: list[str] = []
+    t0 = time.perf_counter()
+    last = ""
+    for kind, shape in todo:
+        if kind != last:
+            say(f"measure: {kind} points ({sum(1 for k, _ in todo if k == kind)}), {time.perf_counter() - t0:.0f} s")
+            last = kind
+        try:
+            got = _MEASURE[kind](ctx, shape, expected_s(kind, shape, Rates()))
+        except torch.OutOfMemoryError:
+            skipped.append(f"{kind} {shape.key()}: out of memory")
+            got = None
+        finally:
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+        if got is not None:
+            points[kind].append({**shape.key(), **got})
+    if skipped:
+        info["skipped"] = skipped
+    info["measure_s"] = round(time.perf_counter() - t0, 1)
+    say(f"measure: done in {info['measure_s']:.0f} s" + (f"; {len(skipped)} points out of memory" if skipped else ""))
+    return ComputeProfile(device=info, software=software, precision=precision, grid=grid_name, env=dict(env or {}),
+                          points=points)
+

@@ -1,0 +1,549 @@
+"""A compute profile: what ``gpucomm measure`` timed on one GPU, saved as JSON, and looked up by the planner.
+
+**Format** (``schema_version`` 1; JSON, never pickle)::
+
+    {"kind": "gpucomm-compute-profile", "schema_version": 1,
+     "device": {"type": "cuda", "name": "NVIDIA H200", "sm_clock_max_mhz": ..., "sm_clock_sustained_mhz": ...,
+                "power_limit_w": ..., "memory_bytes": ..., "copy_gbps": ...},
+     "software": "eager", "precision": "bf16", "grid": "default",
+     "env": {the env block: versions, devices, host, command line, ...},
+     "points": {"layer": [...], "kernels": [...], "attention": [...], "embedding": [...], "head": [...],
+                "optimizer": [...], "step": [...]}}
+
+Each point is its shape (:mod:`gpucomm.advisor.compute.shapes`, as a dict) plus what was measured, in seconds
+(median of the timed iterations) and bytes: a layer's ``fwd_s`` and ``bwd_s`` (the checkpointing mode's
+recomputation inside ``bwd_s``) and its peak allocated and reserved bytes; a layer's matmuls replayed alone
+(``kernels``: ``gemm_fwd_s``, ``gemm_bwd_s``); attention's ``fwd_s``, ``bwd_s``; the embedding's and the
+head-with-loss's forward + backward ``seconds``; the optimizer step's ``seconds``; a whole small step's
+``seconds``, ``peak_allocated_bytes`` and ``peak_reserved_bytes``.
+
+**Lookup** (:class:`ProfileSource`): one micro-batch of a layout on one GPU is
+
+    embedding + layers x layer + head-with-loss + the step's own work (first stage / last stage / any)
+
+where a layer is its attention (looked up at its head dim, ``seq / cp`` and ``mb x heads / tp`` rows; with
+context parallel ``cp`` times that, each GPU's queries meeting every key of the ring) plus the rest of the
+layer, looked up as seconds per matmul FLOP (``6 x tokens x weights / tp``) over tp, hidden and tokens, plus
+the checkpointing mode's extra time per recomputed FLOP.  Every quantity is normalised by the FLOPs (bytes for
+the memory-bound embedding and optimizer) that make it nearly constant, and interpolated in log space
+(:mod:`gpucomm.advisor.compute.interpolate`); outside the grid the answer is *extrapolated* and says so
+(``ComputeParts.extrapolated``).  The step's own work is what whole measured steps take beyond the sum of their
+parts (autograd start-up, ``zero_grad``, launch gaps between modules); the allocator's margin is the measured
+``peak_reserved - peak_allocated`` of those steps per byte of fp32 logits (the loss's transient blocks are the
+largest the allocator caches), interpolated over hidden and tokens.
+
+**Software** (``Job.software``; the default ``eager``): a profile measures the stack it ran — ``eager`` (plain
+PyTorch) or ``compiled`` (each module under ``torch.compile``: ``gpucomm measure --software compiled``).
+``fused`` (Megatron-Core / Transformer Engine's fused kernels) is derived from an eager profile: the layer's
+matmuls as measured alone (``kernels`` points) and its attention, plus the memory-bound traffic of fused
+elementwise kernels (:data:`~gpucomm.advisor.compute.datasheet.EW_PASSES` passes over the activations a layer
+stores, Korthikanti et al. 2022) at the copy bandwidth measured on the same GPU.
+
+Errors are :class:`ProfileError` (a ``ValueError``): one line naming the argument, what was expected, what came
+and the fix.  Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpucomm.advisor.compute import datasheet
+from gpucomm.advisor.compute.interpolate import Axis, GridError, nested
+from gpucomm.advisor.compute.parts import ComputeParts, Lookup
+from gpucomm.advisor.compute.shapes import (
+    AttentionShape,
+    EmbeddingShape,
+    HeadShape,
+    LayerShape,
+    family_of,
+)
+from gpucomm.advisor.memory import activation_terms
+
+__all__ = ["KIND", "POINT_KINDS", "SCHEMA_VERSION", "SOFTWARE", "ComputeProfile", "ProfileError", "ProfileSource",
+           "expected_gpu", "load", "save"]
+
+KIND = "gpucomm-compute-profile"
+SCHEMA_VERSION = 1
+POINT_KINDS = ("layer", "kernels", "attention", "embedding", "head", "optimizer", "step")
+SOFTWARE = ("eager", "compiled", "fused")
+"""``eager``: plain PyTorch (the default; what a profile measures unless asked); ``compiled``: measured under
+``torch.compile``; ``fused``: derived from an eager profile (module docstring)."""
+_REQUIRED = {
+    "layer": ("family", "hidden", "heads", "kv_heads", "ffn", "tp", "seq", "mb", "ac", "fwd_s", "bwd_s"),
+    "kernels": ("family", "hidden", "heads", "kv_heads", "ffn", "tp", "seq", "mb", "gemm_fwd_s", "gemm_bwd_s"),
+    "attention": ("head_dim", "heads", "seq", "mb", "fwd_s", "bwd_s"),
+    "embedding": ("vocab", "hidden", "seq", "mb", "seconds"),
+    "head": ("family", "vocab", "hidden", "seq", "mb", "loss", "seconds"),
+    "optimizer": ("params", "seconds"),
+    "step": ("layer", "vocab", "layers", "loss", "seconds", "peak_allocated_bytes", "peak_reserved_bytes"),
+}
+
+
+class ProfileError(ValueError):
+    """A compute profile that cannot be read, belongs to another GPU, or lacks what was asked (one line)."""
+
+
+@dataclass(kw_only=True, slots=True)
+class ComputeProfile:
+    """One profile (module docstring)."""
+
+    device: dict[str, Any]
+    software: str = "eager"
+    precision: str = "bf16"
+    grid: str = ""
+    env: dict[str, Any] = field(default_factory=dict)
+    points: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    source: str = ""
+    """Where it was read from (a path, or "shipped: h200.json"); not saved."""
+
+    @property
+    def gpu(self) -> str:
+        """The device name ("NVIDIA H200", "cpu")."""
+        return str(self.device.get("name", ""))
+
+    @property
+    def cpu(self) -> bool:
+        return self.device.get("type") == "cpu"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": KIND, "schema_version": SCHEMA_VERSION, "device": self.device, "software": self.software,
+                "precision": self.precision, "grid": self.grid, "env": self.env,
+                "points": {k: self.points.get(k, []) for k in POINT_KINDS}}
+
+
+def save(profile: ComputeProfile, path: str | os.PathLike) -> None:
+    """Write ``profile`` as JSON (to a temporary file first, then renamed: no half-written profile)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(profile.to_json(), indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def _fail(arg: str, path: str, what: str, fix: str) -> ProfileError:
+    return ProfileError(f"{arg} {path}: {what}; {fix}")
+
+
+def from_json(data: Any, *, arg: str = "--compute-profile", path: str = "") -> ComputeProfile:
+    """Check and build a profile from parsed JSON (see :func:`load` for the errors)."""
+    fix = "pass a file written by gpucomm measure --out FILE"
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
+        raise _fail(arg, path, f"not a compute profile (kind {kind!r}, expected {KIND!r})", fix)
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise _fail(arg, path, f"schema_version {data.get('schema_version')!r}, expected {SCHEMA_VERSION}",
+                    "measure it again with this gpucomm (gpucomm measure --out FILE)")
+    device, points = data.get("device"), data.get("points")
+    if not isinstance(device, dict) or not device.get("name") or not isinstance(points, dict):
+        raise _fail(arg, path, "no 'device' name or 'points' table", fix)
+    if data.get("software") not in SOFTWARE[:2]:
+        raise _fail(arg, path, f"software {data.get('software')!r}, expected eager or compiled", fix)
+    for kind in POINT_KINDS:
+        rows = points.get(kind, [])
+        if not isinstance(rows, list):
+            raise _fail(arg, path, f"points[{kind!r}] is {type(rows).__name__}, expected a list", fix)
+        for i, row in enumerate(rows):
+            missing = [k for k in _REQUIRED[kind] if not isinstance(row, dict) or k not in row]
+            if missing:
+                raise _fail(arg, path, f"points[{kind!r}][{i}] lacks {', '.join(missing)}", fix)
+            for k, v in row.items():
+                if k.endswith("_s") or k == "seconds":
+                    if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+                        raise _fail(arg, path, f"points[{kind!r}][{i}][{k!r}] = {v!r}, expected seconds >= 0",
+                                    fix)
+    return ComputeProfile(device=dict(device), software=data["software"], precision=str(data.get("precision", "")),
+                          grid=str(data.get("grid", "")), env=dict(data.get("env") or {}),
+                          points={k: list(points.get(k, [])) for k in POINT_KINDS}, source=path)
+
+
+def load(path: str | os.PathLike, *, arg: str = "--compute-profile") -> ComputeProfile:
+    """Read a profile.
+
+    Raises:
+        ProfileError: the file cannot be read, is not JSON, is another kind of JSON, has another schema version,
+            or a point lacks a field (one line naming ``arg``, the path, what was wrong and the fix).
+    """
+    p = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise _fail(arg, p, f"cannot be read ({exc.strerror or exc})", "check the path") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _fail(arg, p, f"not JSON ({exc.msg} at line {exc.lineno})",
+                    "pass a file written by gpucomm measure --out FILE") from None
+    return from_json(data, arg=arg, path=p)
+
+
+_GPU_OF_HARDWARE = {"h200": "H200", "h100": "H100", "a100": "A100", "v100": "V100", "pcie-gen5": "H100",
+                    "pcie-gen4": "A100"}
+"""The GPU model each ``--hardware`` profile name stands for (by prefix)."""
+
+
+def expected_gpu(hardware_name: str, hardware_kind: str = "gpu") -> str | None:
+    """The device name fragment a profile for ``--hardware`` must carry ("H200"; "cpu" for a CPU profile)."""
+    if hardware_kind != "gpu":
+        return "cpu"
+    base = hardware_name.split("+")[0].split(" ")[0].lower()
+    return next((gpu for prefix, gpu in _GPU_OF_HARDWARE.items() if base.startswith(prefix)), None)
+
+
+def check_hardware(profile: ComputeProfile, hardware_name: str, hardware_kind: str = "gpu",
+                   arg: str = "--compute-profile") -> None:
+    """Raise :class:`ProfileError` when ``profile`` was measured on another GPU than ``hardware_name`` names."""
+    want = expected_gpu(hardware_name, hardware_kind)
+    got = "cpu" if profile.cpu else profile.gpu
+    if want is None or want.lower() not in got.lower().replace(" ", "") and want.lower() not in got.lower():
+        raise ProfileError(f"{arg} {profile.source or '(profile)'}: measured on {got!r}, but --hardware "
+                           f"{hardware_name} is {want or 'another device'}; measure this GPU with gpucomm measure "
+                           f"--out FILE, or pass the --hardware the profile was measured on")
+
+
+# --- lookup ----------------------------------------------------------------------------------------------------
+
+def _ax(name: str, below: str = "extend", above: str = "hold") -> Axis:
+    return Axis(name, below=below, above=above)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:,.0f}" if v >= 10 else f"{v:g}"
+
+
+def _layer_shape(row: dict[str, Any]) -> LayerShape:
+    return LayerShape(**{k: row[k] for k in ("family", "hidden", "heads", "kv_heads", "ffn", "tp", "seq", "mb",
+                                              "ac") if k in row})
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """How a derived profile scales measured times (:mod:`gpucomm.advisor.compute.derive`): compute-bound parts
+    by ``compute``, memory-bound parts by ``memory`` (1, 1: as measured)."""
+
+    compute: float = 1.0
+    memory: float = 1.0
+
+    def __call__(self, compute_s: float, memory_s: float) -> float:
+        return compute_s * self.compute + memory_s * self.memory
+
+
+class ProfileSource:
+    """A compute source (:class:`gpucomm.advisor.compute.source.ComputeSource`) backed by a measured profile."""
+
+    measured = True
+
+    def __init__(self, profile: ComputeProfile, *, scale: Scale | None = None, label: str = "",
+                 assumptions: list[str] | None = None) -> None:
+        self.profile = profile
+        self.scale = scale or Scale()
+        self.name = label or f"measured on {profile.gpu} ({profile.source or 'profile'})"
+        self._assumptions = list(assumptions or [])
+        self._tables = _Tables(profile)
+
+    # -- the interface -------------------------------------------------------------------------------------------
+
+    def parts(self, job, layout) -> ComputeParts:
+        """One micro-batch of ``layout`` (module docstring, **Lookup**)."""
+        arch, software = job.arch, getattr(job, "software", "eager")
+        self._check_job(job, software)
+        tp, cp = layout.tp, layout.cp
+        seq = job.seq // cp
+        shape = LayerShape(family=family_of(arch), hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
+                           ffn=arch.ffn_hidden, tp=tp, seq=seq, mb=layout.mb, ac=layout.ac)
+        per_stage = math.ceil(arch.layers / layout.pp)
+        notes: list[str] = []
+        lay = self._tables.layer(shape, cp, software, notes)
+        loss = "upcast" if job.loss == "upcast" else "autocast"
+        vocab = max(1, arch.vocab // tp)
+        head_c, head_m = self._tables.head(HeadShape(family=shape.family, vocab=vocab, hidden=arch.hidden,
+                                                     seq=seq, mb=layout.mb, loss=loss), notes)
+        emb = self._tables.embedding(EmbeddingShape(vocab=vocab, hidden=arch.hidden, seq=seq, mb=layout.mb,
+                                                    positions=arch.learned_positions), notes)
+        own = self._tables.residual(shape, notes) if software != "fused" else 0.0
+        sc = self.scale
+        t_layer = sc(lay.compute_s, lay.memory_s)
+        t_head = sc(head_c, head_m)
+        t_emb = sc(0.0, emb) + own  # the step's own work (host) is not scaled; it runs on the first stage
+        t_mb = per_stage * t_layer + t_head + t_emb
+        peak = job.profile.peak_flops(job.dtype) if hasattr(job.profile, "peak_flops") else None
+        eff = shape.gemm_flops() / (t_layer * peak) if peak and t_layer > 0 else 0.0
+        return ComputeParts(t_mb=t_mb, t_head=t_head, t_embedding=t_emb, gemm_fwd_s=sc(lay.gemm_fwd_s, 0.0),
+                            attn_fwd_s=sc(lay.attn_fwd_s, 0.0), per_stage=per_stage,
+                            loss_s=sc(0.0, head_m), efficiency=eff, extrapolated=tuple(dict.fromkeys(notes)))
+
+    def optimizer_s(self, job, params: float) -> Lookup:
+        """Fused AdamW over ``params`` parameters: seconds per parameter interpolated over the parameter count."""
+        value, notes = self._tables.optimizer(params)
+        return Lookup(value=self.scale(0.0, value), extrapolated=notes)
+
+    def margin_bytes(self, job, layout) -> Lookup | None:
+        """The caching allocator's reserved bytes beyond allocated at the step's peak (module docstring)."""
+        arch = job.arch
+        shape = LayerShape(family=family_of(arch), hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
+                           ffn=arch.ffn_hidden, tp=layout.tp, seq=job.seq // layout.cp, mb=layout.mb)
+        return self._tables.margin(shape, max(1, arch.vocab // layout.tp))
+
+    def assumptions(self, job) -> list[str]:
+        p = self.profile
+        clock = p.device.get("sm_clock_sustained_mhz")
+        power = p.device.get("power_limit_w")
+        where = (f"compute measured on {p.gpu}"
+                 + (f" at {power:g} W" if power else "") + (f", SM clock {clock:g} MHz under load" if clock else "")
+                 + f" ({p.software} PyTorch {p.env.get('versions', {}).get('torch', '?')}, {p.precision}; "
+                 f"{p.source or 'profile'})")
+        lines = [where, *self._assumptions]
+        if getattr(job, "software", "eager") == "fused":
+            lines.append("--software fused: the layer's matmuls and attention as measured alone plus fused "
+                         f"elementwise traffic ({datasheet.EW_PASSES:g} passes over the stored activations) at the "
+                         f"measured copy bandwidth {p.device.get('copy_gbps', 0):,.0f} GB/s; derived, not measured")
+        if job.loss != "upcast":
+            lines.append(f"--loss {job.loss}: timed as cross-entropy on bf16 logits under autocast (the closest "
+                         "loss the profile measures)")
+        return lines
+
+    # -- checks ----------------------------------------------------------------------------------------------------
+
+    def _check_job(self, job, software: str) -> None:
+        p = self.profile
+        if software not in SOFTWARE:
+            raise ProfileError(f"--software {software!r}: expected one of {'|'.join(SOFTWARE)}")
+        want = "eager" if software == "fused" else software
+        if p.software != want:
+            raise ProfileError(f"--software {software}: the compute profile {p.source or ''} measured "
+                               f"{p.software}; measure one with gpucomm measure --software {want} --out FILE and "
+                               f"pass it, or ask for --software {p.software}")
+        compute = job.dtype
+        if (compute == "fp32") != (p.precision == "fp32"):
+            raise ProfileError(f"--dtype {compute}: the compute profile {p.source or ''} measured {p.precision}; "
+                               f"measure with gpucomm measure --precision {compute}, or pass --dtype {p.precision}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    compute_s: float
+    memory_s: float
+    gemm_fwd_s: float
+    attn_fwd_s: float
+
+
+class _Tables:
+    """The profile's points, normalised once, and the lookups over them."""
+
+    def __init__(self, profile: ComputeProfile) -> None:
+        self.p = profile
+        pts = profile.points
+        self.attention = pts.get("attention", [])
+        self.layers = pts.get("layer", [])
+        self.kernels = pts.get("kernels", [])
+        self.embeddings = pts.get("embedding", [])
+        self.heads = pts.get("head", [])
+        self.optimizers = pts.get("optimizer", [])
+        self.steps = pts.get("step", [])
+        self.copy_bw = float(profile.device.get("copy_gbps") or 0.0) * 1e9
+
+    def _missing(self, what: str, fix: str) -> ProfileError:
+        return ProfileError(f"--compute-profile {self.p.source or '(profile)'}: no {what} measured, and nothing to "
+                            f"extrapolate from; {fix}")
+
+    # attention: log(seconds per FLOP) over head dim, sequence, rows
+    def attention_s(self, a: AttentionShape, notes: list[str]) -> tuple[float, float]:
+        if not self.attention:
+            raise self._missing("attention", "measure with gpucomm measure (every grid has attention points)")
+        axes = [_ax("head dim", below="hold"), _ax("seq"), _ax("rows (mb x heads)")]
+        out = []
+        for key in ("fwd_s", "bwd_s"):
+            pts = [((r["head_dim"], r["seq"], r["mb"] * r["heads"]),
+                    math.log(max(r[key], 1e-12) / AttentionShape(head_dim=r["head_dim"], heads=r["heads"],
+                                                                 seq=r["seq"], mb=r["mb"]).fwd_flops()))
+                   for r in self.attention]
+            v, n = nested(pts, axes, (a.head_dim, a.seq, a.rows), "attention", _fmt)
+            notes.extend(n)
+            out.append(math.exp(v) * a.fwd_flops())
+        return out[0], out[1]
+
+    def _measured_attention(self, shape: LayerShape) -> tuple[float, float]:
+        return self.attention_s(shape.attention(), [])
+
+    # layers: the rest per matmul FLOP, ac=none
+    @functools.cached_property
+    def _rest(self) -> dict[str, list]:
+        by: dict[str, list] = {}
+        for r in self.layers:
+            s = _layer_shape(r)
+            if s.ac != "none":
+                continue
+            af, ab = self._measured_attention(s)
+            rest = max(r["fwd_s"] + r["bwd_s"] - af - ab, 1e-9)
+            fwd_share = min(1.0, max(0.0, (r["fwd_s"] - af) / rest))
+            by.setdefault(s.family, []).append(((s.tp, s.hidden, s.tokens), math.log(rest / s.gemm_flops()),
+                                                fwd_share))
+        return by
+
+    @functools.cached_property
+    def _extra(self) -> dict[tuple[str, str], list]:
+        base = {(_layer_shape(r).family, r["tp"], r["hidden"], r["seq"], r["mb"]): r["fwd_s"] + r["bwd_s"]
+                for r in self.layers if r.get("ac", "none") == "none"}
+        by: dict[tuple[str, str], list] = {}
+        for r in self.layers:
+            s = _layer_shape(r)
+            t0 = base.get((s.family, s.tp, s.hidden, s.seq, s.mb))
+            if s.ac == "none" or t0 is None or s.recompute_flops() <= 0:
+                continue
+            extra = (r["fwd_s"] + r["bwd_s"] - t0) / s.recompute_flops()
+            by.setdefault((s.family, s.ac), []).append(((s.tp, s.hidden, s.tokens), extra))
+        return by
+
+    @functools.cached_property
+    def _gemm(self) -> dict[str, list]:
+        """Matmuls replayed alone, per matmul FLOP: log(seconds / FLOP), and the forward's share."""
+        by: dict[str, list] = {}
+        for r in self.kernels:
+            s = _layer_shape({**r, "ac": "none"})
+            total = r["gemm_fwd_s"] + r["gemm_bwd_s"]
+            if total <= 0:
+                continue
+            by.setdefault(s.family, []).append(((s.tp, s.hidden, s.tokens), math.log(total / s.gemm_flops()),
+                                                r["gemm_fwd_s"] / total))
+        return by
+
+    def layer(self, shape: LayerShape, cp: int, software: str, notes: list[str]) -> _Layer:
+        rest_pts = self._rest.get(shape.family)
+        if not rest_pts:
+            raise self._missing(f"{shape.family} layers", f"measure them: gpucomm measure --arch ... "
+                                f"ffn_kind={'swiglu' if shape.family == 'llama' else 'gelu-4h'} --out FILE")
+        axes = [_ax("tp", below="hold"), _ax("hidden"), _ax("tokens")]
+        q = (shape.tp, shape.hidden, shape.tokens)
+        what = f"{shape.family} layer"
+        log_rest, n = nested([(c, v) for c, v, _ in rest_pts], axes, q, what, _fmt)
+        notes.extend(n)
+        rest = math.exp(log_rest) * shape.gemm_flops()
+        fwd_share, _ = nested([(c, f) for c, _, f in rest_pts], axes, q, what, _fmt)
+        af, ab = self.attention_s(shape.attention(), notes)
+        af, ab = cp * af, cp * ab  # ring attention: this GPU's queries meet every key of the sequence
+        gemm_pts = self._gemm.get(shape.family)
+        if gemm_pts:
+            log_g, n = nested([(c, v) for c, v, _ in gemm_pts], axes, q, f"{shape.family} matmuls", _fmt)
+            notes.extend(n)
+            gemm = min(rest, math.exp(log_g) * shape.gemm_flops())
+            g_fwd, _ = nested([(c, f) for c, _, f in gemm_pts], axes, q, f"{shape.family} matmuls", _fmt)
+        else:  # no replayed matmuls: the rest is an upper bound of the GEMM time
+            gemm, g_fwd = rest, 1.0 / 3.0
+        other = rest - gemm
+        if software == "fused":
+            other = min(other, self._fused_elementwise(shape))
+        extra = 0.0
+        if shape.ac != "none":
+            ex_pts = self._extra.get((shape.family, shape.ac))
+            if not ex_pts:
+                raise self._missing(f"{shape.family} layers with ac={shape.ac}",
+                                    "measure them: gpucomm measure (the default grid has every mode)")
+            e, n = nested(ex_pts, [_ax("tp", "hold"), _ax("hidden", "hold"), _ax("tokens", "hold")], q,
+                          f"{shape.family} ac={shape.ac} recomputation", _fmt)
+            notes.extend(n)
+            extra = max(0.0, e) * shape.recompute_flops()
+            if software == "fused":
+                extra *= (gemm + other + af + ab) / (rest + af + ab)
+        # compute-bound: matmuls and attention (recomputation in proportion); memory-bound: the rest
+        compute = gemm + af + ab
+        total = compute + other
+        c_share = compute / total if total > 0 else 1.0
+        return _Layer(compute_s=compute + extra * c_share, memory_s=other + extra * (1 - c_share),
+                      gemm_fwd_s=gemm * g_fwd, attn_fwd_s=af)
+
+    def _fused_elementwise(self, shape: LayerShape) -> float:
+        """Fused kernels' memory-bound traffic of one layer at the measured copy bandwidth (module docstring)."""
+        from gpucomm.models import Architecture
+
+        arch = Architecture(name="q", layers=1, hidden=shape.hidden, heads=shape.heads, kv_heads=shape.kv_heads,
+                            ffn_hidden=shape.ffn, ffn_kind="swiglu" if shape.family == "llama" else "gelu-4h",
+                            vocab=1, seq=shape.seq, tied_embeddings=False)
+        stored = sum(activation_terms(arch, "none").values())
+        bw = self.copy_bw or 1e12
+        return datasheet.EW_PASSES * stored * shape.hidden / shape.tp * shape.tokens / bw
+
+    def head(self, h: HeadShape, notes: list[str]) -> tuple[float, float]:
+        """(compute-bound, memory-bound) seconds of the head and its loss."""
+        rows = [r for r in self.heads if r["loss"] == h.loss] or self.heads
+        if not rows:
+            raise self._missing("head and loss", "measure with gpucomm measure (every grid has head points)")
+        if rows is self.heads and h.loss not in {r["loss"] for r in rows}:
+            notes.append(f"head: loss {h.loss} not measured; timed as {rows[0]['loss']}")
+        pts = [((r["hidden"], r["seq"] * r["mb"]), math.log(r["seconds"] / HeadShape(
+            family=r["family"], vocab=r["vocab"], hidden=r["hidden"], seq=r["seq"], mb=r["mb"]).flops()))
+            for r in rows]
+        v, n = nested(pts, [_ax("hidden"), _ax("tokens")], (h.hidden, h.tokens), f"head ({h.loss} loss)", _fmt)
+        notes.extend(n)
+        total = math.exp(v) * h.flops()
+        memory = min(total, datasheet.LOSS_BYTES_PER_LOGIT * h.vocab * h.tokens / (self.copy_bw or 1e12))
+        return total - memory, memory
+
+    def embedding(self, e: EmbeddingShape, notes: list[str]) -> float:
+        if not self.embeddings:
+            raise self._missing("embedding", "measure with gpucomm measure (every grid has embedding points)")
+        pts = [((r["vocab"] * r["hidden"], r["seq"] * r["mb"]),
+                math.log(r["seconds"] / EmbeddingShape(vocab=r["vocab"], hidden=r["hidden"], seq=r["seq"],
+                                                       mb=r["mb"]).nbytes())) for r in self.embeddings]
+        v, n = nested(pts, [_ax("vocab x hidden"), _ax("tokens")], (e.vocab * e.hidden, e.tokens), "embedding",
+                      _fmt)
+        notes.extend(n)
+        return math.exp(v) * e.nbytes()
+
+    def optimizer(self, params: float) -> tuple[float, tuple[str, ...]]:
+        if not self.optimizers:
+            raise self._missing("optimizer step", "measure with gpucomm measure (every grid has optimizer points)")
+        pts = [((r["params"],), math.log(r["seconds"] / r["params"])) for r in self.optimizers]
+        v, notes = nested(pts, [_ax("parameters")], (max(1.0, params),), "optimizer", _fmt)
+        return math.exp(v) * params, notes
+
+    @functools.cached_property
+    def _steps(self) -> dict[str, list]:
+        """Per family: (hidden, tokens) -> (own seconds beyond the parts, margin bytes per fp32 logit byte)."""
+        by: dict[str, list] = {}
+        for r in self.steps:
+            s = _layer_shape(r["layer"])
+            margin = max(0.0, r["peak_reserved_bytes"] - r["peak_allocated_bytes"]) / (4.0 * s.tokens * r["vocab"])
+            own = None
+            if s.ac == "none" and s.tp == 1 and r.get("loss", "upcast") == "upcast":
+                try:
+                    parts = self._step_parts(s, r)
+                    own = r["seconds"] - parts
+                except (ProfileError, GridError):
+                    own = None
+            by.setdefault(s.family, []).append(((s.hidden, s.tokens), own, margin))
+        return by
+
+    def _step_parts(self, s: LayerShape, r: dict[str, Any]) -> float:
+        notes: list[str] = []
+        lay = self.layer(s, 1, "eager", notes)
+        c, m = self.head(HeadShape(family=s.family, vocab=r["vocab"], hidden=s.hidden, seq=s.seq, mb=s.mb,
+                                   loss=r.get("loss", "upcast")), notes)
+        emb = self.embedding(EmbeddingShape(vocab=r["vocab"], hidden=s.hidden, seq=s.seq, mb=s.mb,
+                                            positions=s.family == "gpt"), notes)
+        params = r["layers"] * (s.mm_params() + 4 * s.hidden) + r["vocab"] * s.hidden * (1 if s.family == "gpt"
+                                                                                        else 2)
+        opt, _ = self.optimizer(params)
+        return r["layers"] * (lay.compute_s + lay.memory_s) + c + m + emb + opt
+
+    def residual(self, shape: LayerShape, notes: list[str]) -> float:
+        pts = [(c, own) for c, own, _ in self._steps.get(shape.family, []) if own is not None]
+        if not pts:
+            notes.append(f"{shape.family}: no whole steps measured; the step's own work is left out")
+            return 0.0
+        v, n = nested(pts, [_ax("hidden", "hold"), _ax("tokens", "hold")], (shape.hidden, shape.tokens),
+                      f"{shape.family} step's own work", _fmt)
+        notes.extend(n)
+        return v
+
+    def margin(self, shape: LayerShape, vocab: int) -> Lookup | None:
+        pts = [(c, m) for c, _, m in self._steps.get(shape.family, [])]
+        if not pts:
+            return None
+        v, n = nested(pts, [_ax("hidden", "hold"), _ax("tokens", "hold")], (shape.hidden, shape.tokens),
+                      f"{shape.family} allocator margin", _fmt)
+        return Lookup(value=max(0.0, v) * 4.0 * shape.tokens * vocab, extrapolated=n)
+
