@@ -39,6 +39,7 @@ SUBCOMMANDS: dict[str, str] = {
     "bench": "gpucomm.bench.cli",
     "train": "gpucomm.train.cli",
     "advise": "gpucomm.advisor.cli",
+    "measure": "gpucomm.advisor.compute.cli",
     "topo": "gpucomm.topology",
     "report": "gpucomm.report.cli",
 }

@@ -13,6 +13,12 @@ Software keys, each with its default (the CLI states them in every answer):
   fp32 copy of the logits (flash-attn's ``CrossEntropyLoss``, LLM Foundry's default ``fused_crossentropy``;
   Megatron's vocab-parallel loss works on the logits in place).
 * ``precision``: compute dtype, weight storage and optimizer (:mod:`gpucomm.advisor.precision`).
+* ``software`` (``--software``): the stack a measured compute profile prices (:mod:`gpucomm.advisor.compute.profile`):
+  ``eager`` (default: plain PyTorch, what ``gpucomm measure`` times), ``compiled`` (a profile measured under
+  ``torch.compile``), ``fused`` (Megatron-Core / Transformer Engine kernels, derived from an eager profile).  The
+  datasheet model is a fused-kernel model whatever this says.
+* ``compute_profile`` (``--compute-profile``): a compute profile file measured by ``gpucomm measure``; None: the
+  one shipped or derived for the hardware, else the datasheet (:func:`gpucomm.advisor.compute.source_for`).
 """
 
 from __future__ import annotations
@@ -23,10 +29,11 @@ from gpucomm.advisor.hardware import HardwareProfile
 from gpucomm.advisor.precision import Precision
 from gpucomm.models import Architecture
 
-__all__ = ["KERNELS", "LOSSES", "Job"]
+__all__ = ["KERNELS", "LOSSES", "SOFTWARE", "Job"]
 
 KERNELS = ("fused", "unfused")
 LOSSES = ("upcast", "fused")
+SOFTWARE = ("eager", "compiled", "fused")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -47,6 +54,8 @@ class Job:
     colocated: int = 1
     """Participants sharing one physical device (a ``gpucomm train`` run with ``--devices cuda:0,cuda:0``):
     their memory adds up on it and their compute runs one after another."""
+    software: str = "eager"
+    compute_profile: str | None = None
 
     def __post_init__(self) -> None:
         if self.kernels not in KERNELS:
@@ -54,6 +63,8 @@ class Job:
                              f"--kernels unfused for a stack without flash attention")
         if self.loss not in LOSSES:
             raise ValueError(f"--loss {self.loss!r}: expected one of {'|'.join(LOSSES)}")
+        if self.software not in SOFTWARE:
+            raise ValueError(f"--software {self.software!r}: expected one of {'|'.join(SOFTWARE)}")
 
     @property
     def gpus(self) -> int:

@@ -63,6 +63,7 @@ from gpucomm.advisor.compute.shapes import (
     LayerShape,
     family_of,
 )
+from gpucomm.advisor.job import SOFTWARE
 from gpucomm.advisor.memory import activation_terms
 
 __all__ = ["KIND", "POINT_KINDS", "SCHEMA_VERSION", "SOFTWARE", "ComputeProfile", "ProfileError", "ProfileSource",
@@ -71,9 +72,6 @@ __all__ = ["KIND", "POINT_KINDS", "SCHEMA_VERSION", "SOFTWARE", "ComputeProfile"
 KIND = "gpucomm-compute-profile"
 SCHEMA_VERSION = 1
 POINT_KINDS = ("layer", "kernels", "attention", "embedding", "head", "optimizer", "step")
-SOFTWARE = ("eager", "compiled", "fused")
-"""``eager``: plain PyTorch (the default; what a profile measures unless asked); ``compiled``: measured under
-``torch.compile``; ``fused``: derived from an eager profile (module docstring)."""
 _REQUIRED = {
     "layer": ("family", "hidden", "heads", "kv_heads", "ffn", "tp", "seq", "mb", "ac", "fwd_s", "bwd_s"),
     "kernels": ("family", "hidden", "heads", "kv_heads", "ffn", "tp", "seq", "mb", "gemm_fwd_s", "gemm_bwd_s"),
@@ -249,7 +247,7 @@ class ProfileSource:
 
     def parts(self, job, layout) -> ComputeParts:
         """One micro-batch of ``layout`` (module docstring, **Lookup**)."""
-        arch, software = job.arch, getattr(job, "software", "eager")
+        arch, software = job.arch, job.software
         self._check_job(job, software)
         tp, cp = layout.tp, layout.cp
         seq = job.seq // cp
@@ -297,7 +295,7 @@ class ProfileSource:
                  + f" ({p.software} PyTorch {p.env.get('versions', {}).get('torch', '?')}, {p.precision}; "
                  f"{p.source or 'profile'})")
         lines = [where, *self._assumptions]
-        if getattr(job, "software", "eager") == "fused":
+        if job.software == "fused":
             lines.append("--software fused: the layer's matmuls and attention as measured alone plus fused "
                          f"elementwise traffic ({datasheet.EW_PASSES:g} passes over the stored activations) at the "
                          f"measured copy bandwidth {p.device.get('copy_gbps', 0):,.0f} GB/s; derived, not measured")
@@ -307,6 +305,10 @@ class ProfileSource:
         return lines
 
     # -- checks ----------------------------------------------------------------------------------------------------
+
+    def check(self, job) -> None:
+        """Raise :class:`ProfileError` for a software or compute dtype this profile did not measure."""
+        self._check_job(job, job.software)
 
     def _check_job(self, job, software: str) -> None:
         p = self.profile

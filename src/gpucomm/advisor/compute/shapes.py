@@ -331,17 +331,17 @@ def quick_grid() -> Grid:
 
 def tiny_grid() -> Grid:
     """A grid a CPU measures in seconds: every kind of point, at toy widths (the command's CPU profile)."""
-    layers = [LayerShape(family=fam, hidden=h, heads=h // 16, kv_heads=(h // 16) // (2 if fam == "llama" else 1),
-                         ffn=4 * h if fam == "gpt" else 3 * h, seq=s, mb=m, ac=ac)
-              for fam in FAMILIES for h in (32, 64) for s, m in ((32, 1), (64, 2))
-              for ac in (AC_MODES if (s, h) == (32, 32) else ("none",))]
-    attention = tuple(AttentionShape(head_dim=16, heads=r, seq=s) for s in (32, 64) for r in (2, 8))
-    embeddings = tuple(EmbeddingShape(vocab=256, hidden=h, seq=32, mb=m, positions=fam == "gpt")
-                       for fam in FAMILIES for h in (32, 64) for m in (1, 4))
-    heads = tuple(HeadShape(family=fam, vocab=256, hidden=h, seq=32, mb=m, loss=loss)
-                  for fam in FAMILIES for h in (32, 64) for m in (1, 4) for loss in LOSSES)
-    optimizers = (OptimizerShape(width=16, layers=1), OptimizerShape(width=64, layers=2))
-    steps = tuple(StepShape(layer=la, vocab=256) for la in layers if la.ac == "none" and la.hidden == 32)
+    layers = []
+    for fam in FAMILIES:
+        kw = dict(family=fam, heads=2, kv_heads=1 if fam == "llama" else 2)
+        layers += [LayerShape(hidden=32, ffn=64, seq=16, mb=1, ac=ac, **kw) for ac in AC_MODES]
+        layers += [LayerShape(hidden=32, ffn=64, seq=32, mb=2, **kw), LayerShape(hidden=64, ffn=128, seq=16, **kw)]
+    attention = tuple(AttentionShape(head_dim=16, heads=r, seq=s) for s in (16, 32) for r in (2, 8))
+    embeddings = tuple(EmbeddingShape(vocab=128, hidden=h, seq=16, mb=m) for h in (32, 64) for m in (1, 4))
+    heads = tuple(HeadShape(family="gpt", vocab=128, hidden=h, seq=16, mb=m, loss=loss)
+                  for h in (32, 64) for m in (1, 4) for loss in LOSSES)
+    optimizers = (OptimizerShape(width=16, layers=1), OptimizerShape(width=32, layers=2))
+    steps = tuple(StepShape(layer=la, vocab=128) for la in layers if la.ac == "none" and la.mb == 2)
     return Grid(layers=tuple(layers), attention=attention, embeddings=embeddings, heads=heads,
                 optimizers=optimizers, steps=steps)
 

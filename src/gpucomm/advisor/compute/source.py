@@ -14,14 +14,23 @@ local parameters (:class:`~gpucomm.advisor.compute.parts.Lookup`).  Two implemen
 
 from __future__ import annotations
 
+import functools
+import os
+from importlib import resources
 from typing import Protocol
 
+from gpucomm.advisor.compute import derive
 from gpucomm.advisor.compute.datasheet import Datasheet
 from gpucomm.advisor.compute.parts import ComputeParts, Lookup
+from gpucomm.advisor.compute.profile import ComputeProfile, ProfileSource, check_hardware, load
 from gpucomm.advisor.job import Job
 from gpucomm.advisor.layout import Layout
 
-__all__ = ["ComputeSource", "source_for"]
+__all__ = ["SHIPPED", "ComputeSource", "check", "shipped", "source_for"]
+
+SHIPPED = {"h200-nvswitch": "h200.json"}
+"""Measured profiles shipped with the package (``advisor/compute/data/``), by the ``--hardware`` they price;
+:data:`gpucomm.advisor.compute.derive.TARGETS` are derived from them."""
 
 
 class ComputeSource(Protocol):
@@ -40,6 +49,10 @@ class ComputeSource(Protocol):
         """One optimizer step over ``params`` parameters held on one GPU (seconds)."""
         ...
 
+    def margin_bytes(self, job: Job, layout: Layout) -> Lookup | None:
+        """The caching allocator's reserved bytes beyond allocated at the step's peak; None: not measured."""
+        ...
+
     def assumptions(self, job: Job) -> list[str]:
         """One line per figure the numbers rest on that was not measured here, with its source."""
         ...
@@ -48,6 +61,75 @@ class ComputeSource(Protocol):
 _DATASHEET = Datasheet()
 
 
+@functools.lru_cache(maxsize=8)
+def shipped(name: str) -> ComputeProfile | None:
+    """The shipped profile file ``name`` (``data/h200.json``), or None when the package has none."""
+    ref = resources.files("gpucomm.advisor.compute").joinpath("data", name)
+    if not ref.is_file():
+        return None
+    with resources.as_file(ref) as path:
+        profile = load(path, arg="shipped profile")
+    profile.source = f"shipped {name}"
+    return profile
+
+
+@functools.lru_cache(maxsize=16)
+def _from_file(path: str, mtime: float, hardware: str, kind: str) -> ProfileSource:
+    profile = load(path)
+    check_hardware(profile, hardware, kind)
+    return ProfileSource(profile)
+
+
+def _base(job: Job) -> str:
+    return job.profile.name.split("+")[0].split(" ")[0]
+
+
 def source_for(job: Job) -> ComputeSource:
-    """The compute source of ``job``: its compute profile when it has one, else the datasheet model."""
+    """The compute source of ``job`` (module docstring): the file ``job.compute_profile`` names, else the profile
+    shipped or derived for ``job.profile``, else the datasheet model; ``kernels="unfused"`` is always the
+    datasheet's (Megatron-LM 2019's stack is not measured).
+
+    Raises:
+        ProfileError: the file cannot be read, or was measured on another GPU than the hardware.
+    """
+    if job.kernels == "unfused":
+        return _DATASHEET
+    if job.compute_profile:
+        path = os.fspath(job.compute_profile)
+        try:
+            mtime = os.stat(path).st_mtime
+        except OSError:
+            mtime = 0.0
+        return _from_file(path, mtime, _base(job), job.profile.kind)
+    if job.profile.kind != "gpu":
+        return _DATASHEET
+    base = _base(job)
+    name = SHIPPED.get(base)
+    if name is not None and shipped(name) is not None:
+        return _shipped_source(name)
+    if base in derive.TARGETS:
+        for file in SHIPPED.values():
+            derived = _derived(file, base) if shipped(file) is not None else None
+            if derived is not None:
+                return derived
     return _DATASHEET
+
+
+@functools.lru_cache(maxsize=8)
+def _shipped_source(name: str) -> ProfileSource:
+    profile = shipped(name)
+    return ProfileSource(profile, label=f"measured on {profile.gpu} ({profile.source})")
+
+
+@functools.lru_cache(maxsize=8)
+def _derived(name: str, hardware: str) -> ProfileSource | None:
+    return derive.derive(shipped(name), hardware)
+
+
+def check(job: Job) -> None:
+    """Raise :class:`~gpucomm.advisor.compute.profile.ProfileError` now for anything the job's compute source
+    would refuse later (an unreadable or foreign profile, another GPU, a software or dtype it did not measure),
+    so that the CLI exits 2 before any work."""
+    src = source_for(job)
+    if isinstance(src, ProfileSource):
+        src.check(job)

@@ -1,0 +1,176 @@
+"""``gpucomm measure``: time a transformer's compute on the GPU at hand and save a compute profile.
+
+Usage::
+
+    gpucomm measure --out h200.json                        # the default grid, about 2 minutes on an H200
+    gpucomm measure --quick --out first-look.json          # a small grid, seconds
+    gpucomm measure --model llama3-8b --out llama3-8b.json  # one model's shapes, every tp dividing its heads
+    gpucomm measure --arch layers=24,hidden=2048,heads=16,ffn=5632 --seq 2048,4096 --out mine.json
+    gpucomm measure --estimate                             # the grid's expected wall time on an H200, then exit
+    gpucomm measure --device cpu --out cpu.json            # a CPU profile at toy shapes (labelled as such)
+
+The profile is what ``gpucomm advise`` prices compute from (``--compute-profile FILE``; the H200 profile
+shipped with gpucomm was measured by this command).  What is timed (each point with CUDA events, warm, the host running ahead as in ``gpucomm train``; medians):
+one transformer layer's forward and backward as one GPU of a layout runs it — hidden in, QKV and attention over
+``heads / tp``, MLP ``ffn / tp``, ``seq`` tokens per sequence after context parallel, micro-batch ``mb`` — for
+GPT-2-style (LayerNorm, biases, GeLU) and Llama-style (RMSNorm, rotary, SwiGLU, grouped-query attention) layers,
+under every activation-checkpointing mode (none, selective, op, full); the layer's matmuls alone; causal SDPA;
+the embedding; the final norm, head and loss (fp32-upcast logits or not); fused AdamW's step; and whole small
+training steps with their peak allocated and reserved memory (the caching allocator's margin).
+
+``--software`` is the stack measured: ``eager`` (the default; plain PyTorch) or ``compiled`` (each module
+under ``torch.compile``).  ``fused`` (Megatron-Core / Transformer Engine kernels) is not measured: ``gpucomm
+advise --software fused`` derives it from an eager profile.  ``--precision``: ``bf16`` (autocast over fp32
+weights; the default on CUDA) or ``fp32`` (the default on CPU).
+
+Exit status: 0 ok; 2 usage error (one line naming the flag: an unknown model, a bad ``--arch``, no CUDA device
+for ``--device cuda``, an ``--out`` that cannot be written); nothing is measured or written on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser", "run"]
+
+_SOFTWARE_MEASURED = ("eager", "compiled")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``measure``; its help is this module's docstring."""
+    p = subparsers.add_parser("measure", help="time a transformer's compute on this GPU: a compute profile",
+                              description=__doc__)
+    p.add_argument("--out", metavar="FILE", help="where to write the profile (JSON)")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--quick", action="store_true", help="a small grid (tp 1, two widths per family)")
+    what.add_argument("--model", help="the shapes of one preset model (see gpucomm advise --model)")
+    what.add_argument("--arch", help="the shapes of one model: layers=..,hidden=..,heads=..[,kv_heads=..,ffn=..,"
+                                     "ffn_kind=gelu-4h|swiglu,vocab=..,seq=..]")
+    p.add_argument("--seq", help="with --model/--arch: sequence lengths, comma-separated (default: the model's)")
+    p.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda when there is one)")
+    p.add_argument("--software", default="eager", help="eager (default) or compiled")
+    p.add_argument("--precision", default=None, help="bf16 (autocast over fp32 weights; default on CUDA) or fp32")
+    p.add_argument("--estimate", action="store_true",
+                   help="print the grid's expected wall time on an H200 and exit (measures nothing)")
+    return p
+
+
+def _usage(msg: str) -> int:
+    print(f"gpucomm measure: error: {msg}; see gpucomm measure --help", file=sys.stderr)
+    return 2
+
+
+def _grid(args: argparse.Namespace, cpu: bool):
+    from gpucomm import models
+    from gpucomm.advisor.compute import shapes
+
+    if args.model or args.arch:
+        if args.model:
+            arch = models.get(args.model)
+        else:
+            from gpucomm.advisor.layout import parse_arch
+
+            arch = parse_arch(args.arch)
+        seqs: tuple[int, ...] = ()
+        if args.seq:
+            try:
+                seqs = tuple(int(s) for s in args.seq.split(",") if s.strip())
+            except ValueError:
+                raise ValueError(f"--seq {args.seq!r}: expected comma-separated integers, e.g. 2048,4096") from None
+            if not seqs or min(seqs) < 1:
+                raise ValueError(f"--seq {args.seq!r}: expected positive integers")
+        name = f"model:{arch.name}"
+        return shapes.model_grid(arch, seqs), name
+    if args.seq:
+        raise ValueError("--seq goes with --model or --arch; leave it out for the default grid")
+    if cpu:
+        return shapes.tiny_grid(), "tiny (CPU)"
+    if args.quick:
+        return shapes.quick_grid(), "quick"
+    return shapes.default_grid(), "default"
+
+
+def _out_problem(out: str) -> str:
+    path = Path(out)
+    if path.is_dir():
+        return f"--out {out!r}: is a directory; give a file name, e.g. {Path(out) / 'profile.json'}"
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        return f"--out {out!r}: the directory {str(parent)!r} does not exist; create it or give another path"
+    import os
+
+    if not os.access(parent, os.W_OK):
+        return f"--out {out!r}: the directory {str(parent)!r} is not writable; give another path"
+    return ""
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``gpucomm measure``; returns the exit status."""
+    if args.software not in _SOFTWARE_MEASURED:
+        hint = ("fused is derived from an eager profile, not measured: measure eager (the default) and ask "
+                "gpucomm advise --software fused" if args.software == "fused" else "use eager or compiled")
+        return _usage(f"--software {args.software!r}: {hint}")
+    if args.precision not in (None, "bf16", "fp32"):
+        return _usage(f"--precision {args.precision!r}: expected bf16 or fp32")
+    device_text = args.device or "auto"
+    cpu = device_text == "cpu"
+    try:
+        grid, grid_name = _grid(args, cpu)
+    except ValueError as exc:
+        return _usage(str(exc))
+    if args.estimate:
+        from gpucomm.advisor.compute import shapes
+
+        t = shapes.estimate_s(grid)
+        print(f"gpucomm measure: {grid_name} grid, {len(shapes.work(grid))} points; expected {t:.0f} s on an H200 "
+              f"(planning rates: {shapes.Rates().gemm_flops / 1e12:.0f} TFLOP/s GEMMs, "
+              f"{shapes.Rates().attention_flops / 1e12:.0f} TFLOP/s attention; real setup adds more)")
+        return 0
+    if not args.out:
+        return _usage("--out FILE is required (where the profile goes)")
+    bad = _out_problem(args.out)
+    if bad:
+        return _usage(bad)
+
+    import torch
+
+    from gpucomm.devices import cuda_device_count
+
+    if device_text == "auto":
+        device = torch.device("cuda" if cuda_device_count() else "cpu")
+    else:
+        try:
+            device = torch.device(device_text)
+        except (RuntimeError, ValueError):
+            return _usage(f"--device {device_text!r}: expected cuda, cuda:N or cpu")
+        if device.type not in ("cuda", "cpu"):
+            return _usage(f"--device {device_text!r}: expected cuda, cuda:N or cpu")
+        if device.type == "cuda" and (device.index or 0) >= cuda_device_count():
+            return _usage(f"--device {device_text}: {cuda_device_count()} CUDA device(s) visible; use --device cpu "
+                          f"or an index below that")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        if grid_name == "tiny (CPU)":
+            grid, grid_name = _grid(args, False)
+    elif not cpu:  # auto on a machine without a GPU: a CPU profile, said so
+        grid, grid_name = _grid(args, True) if not (args.model or args.arch) else (grid, grid_name)
+        print("gpucomm measure: no CUDA device: measuring a CPU profile at toy shapes", file=sys.stderr)
+    precision = args.precision or ("bf16" if device.type == "cuda" else "fp32")
+
+    from gpucomm.advisor.compute import measure, profile
+    from gpucomm.env import collect_env
+
+    env = collect_env(device.type, extra={"grid": grid_name, "software": args.software, "precision": precision})
+    from dataclasses import asdict
+
+    prof = measure.measure(grid, device, software=args.software, precision=precision, grid_name=grid_name,
+                           env=asdict(env))
+    profile.save(prof, args.out)
+    counts = ", ".join(f"{len(v)} {k}" for k, v in prof.points.items() if v)
+    print(f"gpucomm measure: wrote {args.out}: {prof.gpu} ({'CPU profile' if prof.cpu else 'GPU profile'}), "
+          f"{args.software}, {precision}; {counts}; {prof.device.get('measure_s', 0):.0f} s")
+    print(f"  use it: gpucomm advise --hardware <the profile of this GPU> --compute-profile {args.out} ...")
+    return 0

@@ -1,0 +1,82 @@
+"""Compute profiles derived for GPUs we did not measure, from one we did on the same die.
+
+The H100 SXM and the H200 are the same GH100 chip — 132 SMs, 528 tensor cores, 989.4 dense bf16 TFLOP/s at
+the same 1,830 MHz tensor-core boost, the same 700 W power limit — with different memory: 80 GB of HBM3 at
+3.35 TB/s against 141 GB of HBM3e at 4.8 TB/s (NVIDIA H100 Tensor Core GPU datasheet, SXM column; NVIDIA H200
+Tensor Core GPU datasheet, SXM column; Hopper architecture whitepaper: 132 SMs on H100 SXM5).  A measured H200
+time splits into a compute-bound part (matmuls and attention, as the profile measures them alone) and a
+memory-bound part (everything else in the layer, the loss's passes over the logits, the embedding, the
+optimizer), and the H100 SXM's time is
+
+    compute x (H200 sustained SM clock / H100 sustained SM clock) + memory x (4.8 / 3.35)
+
+The sustained clock is what the power limit allows under load; the profile records the H200's (NVML, read at
+the end of a second of 8192-wide GEMMs) and its power limit.  No H100 was measured, so its sustained clock is
+assumed equal to the H200's when both run at 700 W (same die, same limit; the HBM3e stacks draw their own
+power, which this does not model) — the ratio is 1, and it is printed as an assumption.  Host work (launch gaps,
+the step's own work) is not scaled.  Every figure is returned as an assumption line with its source.
+
+Derived profiles: ``h100-nvswitch`` (H100 SXM 80 GB at 700 W).  The H100 96 GB at 500 W of
+``h100-96gb-nvswitch`` and the H100 PCIe (114 SMs, 350 W) are other configurations whose sustained clocks
+no public figure gives: they stay on the datasheet model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpucomm.advisor.compute.profile import ComputeProfile, ProfileSource, Scale
+
+__all__ = ["TARGETS", "Target", "derive"]
+
+_DS_H100 = "NVIDIA H100 Tensor Core GPU datasheet, SXM column"
+_DS_H200 = "NVIDIA H200 Tensor Core GPU datasheet, SXM column"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Target:
+    """A GPU derived from a measured one of the same die."""
+
+    hardware: str
+    """The ``--hardware`` profile name it prices."""
+    gpu: str
+    base_gpu: str
+    """The measured GPU it derives from (a fragment of the profile's device name)."""
+    hbm_tbps: float
+    base_hbm_tbps: float
+    hbm_source: str
+    power_w: float
+    power_source: str
+
+
+TARGETS = {t.hardware: t for t in (
+    Target(hardware="h100-nvswitch", gpu="H100 SXM 80GB", base_gpu="H200", hbm_tbps=3.35, base_hbm_tbps=4.8,
+           hbm_source=f"3.35 TB/s HBM3 ({_DS_H100}) against 4.8 TB/s HBM3e ({_DS_H200})",
+           power_w=700.0, power_source=f"700 W max TDP ({_DS_H100}; {_DS_H200}: up to 700 W)"),
+)}
+
+
+def derive(profile: ComputeProfile, hardware: str) -> ProfileSource | None:
+    """The compute source of ``hardware`` derived from ``profile``, or None when it is not a target of it."""
+    t = TARGETS.get(hardware)
+    if t is None or t.base_gpu.lower() not in profile.gpu.lower():
+        return None
+    memory = t.base_hbm_tbps / t.hbm_tbps
+    base_w = profile.device.get("power_limit_w")
+    clock = profile.device.get("sm_clock_sustained_mhz")
+    same_power = base_w is not None and abs(base_w - t.power_w) < 1.0
+    compute = 1.0
+    clock_line = (f"derived for {t.gpu}: compute-bound time x {compute:g}, its sustained SM clock assumed equal to "
+                  f"the measured {profile.gpu}'s" + (f" ({clock:g} MHz)" if clock else "")
+                  + f" — same GH100 die, 132 SMs, 989.4 dense bf16 TFLOP/s, {t.power_source}; not measured")
+    if not same_power:
+        clock_line += (f"; the {profile.gpu} profile ran at "
+                       + (f"{base_w:g} W" if base_w is not None else "an unknown power limit")
+                       + f", not {t.power_w:g} W, so this clock ratio is the weaker assumption")
+    lines = [clock_line,
+             f"derived for {t.gpu}: memory-bound time x {memory:.4f} = {t.base_hbm_tbps:g} / {t.hbm_tbps:g} TB/s, "
+             f"{t.hbm_source}",
+             "derived: launch gaps and the step's own host work are taken as the H200 host's (not scaled)"]
+    return ProfileSource(profile, scale=Scale(compute=compute, memory=memory),
+                         label=f"derived for {t.gpu} from the {profile.gpu} profile ({profile.source})",
+                         assumptions=lines)

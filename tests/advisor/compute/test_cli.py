@@ -1,0 +1,49 @@
+"""``gpucomm measure`` end to end on CPU, and its usage errors (exit 2, nothing written)."""
+
+import pytest
+
+from gpucomm import cli
+from gpucomm.advisor.compute import profile
+
+
+def test_measure_writes_a_cpu_profile_the_loader_reads(tmp_path, capsys):
+    out = tmp_path / "cpu.json"
+    assert cli.main(["measure", "--device", "cpu", "--out", str(out)]) == 0
+    p = profile.load(out)
+    assert p.cpu and p.grid == "tiny (CPU)" and p.env["command"] and p.env["versions"]["torch"]
+    assert all(p.points[k] for k in profile.POINT_KINDS)
+    said = capsys.readouterr().out
+    assert f"wrote {out}: cpu (CPU profile), eager, fp32" in said
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--software", "fused"], "--software 'fused': fused is derived from an eager profile"),
+    (["--software", "jit"], "--software 'jit': use eager or compiled"),
+    (["--precision", "fp8"], "--precision 'fp8': expected bf16 or fp32"),
+    (["--model", "nosuch"], "model 'nosuch': no such preset"),
+    (["--arch", "layers=2"], "--arch: missing hidden, heads"),
+    (["--seq", "1024"], "--seq goes with --model or --arch"),
+    (["--model", "gpt-124m", "--seq", "x"], "--seq 'x': expected comma-separated integers"),
+    (["--device", "tpu"], "--device 'tpu': expected cuda, cuda:N or cpu"),
+    (["--device", "cuda:7"], "--device cuda:7:"),
+    ([], "--out FILE is required"),
+])
+def test_usage_errors_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, argv, words):
+    out = tmp_path / "p.json"
+    extra = [] if argv == [] else ["--out", str(out)]
+    assert cli.main(["measure", *argv, *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gpucomm measure: error: ") and words in err and "\n" not in err
+    assert not out.exists()
+
+
+def test_an_out_that_cannot_be_written_is_refused_before_measuring(tmp_path, capsys):
+    assert cli.main(["measure", "--out", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert cli.main(["measure", "--out", str(tmp_path / "no" / "p.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_estimate_prints_the_grids_wall_time_without_measuring(capsys):
+    assert cli.main(["measure", "--estimate"]) == 0
+    assert "default grid" in capsys.readouterr().out

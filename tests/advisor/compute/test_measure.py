@@ -1,0 +1,61 @@
+"""Timing points: the phases of an iteration, on CPU here and on one CUDA device where there is one."""
+
+import time
+
+import pytest
+import torch
+
+from gpucomm.advisor.compute import measure, profile
+from gpucomm.advisor.compute.shapes import (
+    AttentionShape,
+    EmbeddingShape,
+    Grid,
+    HeadShape,
+    LayerShape,
+    OptimizerShape,
+    StepShape,
+)
+from gpucomm.testing import requires_gpus
+
+
+def test_phases_are_medians_that_sum_to_the_median_iteration():
+    calls = []
+
+    def slow():
+        calls.append("slow")
+        time.sleep(0.02)
+
+    def fast():
+        calls.append("fast")
+
+    a, b = measure.time_phases([slow, fast], torch.device("cpu"), warmup=1, timed=3)
+    assert calls == ["slow", "fast"] * 4
+    assert 0.015 < a < 0.2 and b < a
+
+
+def _grid():
+    la = LayerShape(family="llama", hidden=64, heads=4, kv_heads=2, ffn=128, seq=64, mb=2)
+    return Grid(layers=(la,), attention=(AttentionShape(head_dim=16, heads=4, seq=64),),
+                embeddings=(EmbeddingShape(vocab=256, hidden=64, seq=64, mb=2),),
+                heads=(HeadShape(family="llama", vocab=256, hidden=64, seq=64, mb=2),),
+                optimizers=(OptimizerShape(width=64, layers=1),), steps=(StepShape(layer=la, vocab=256),))
+
+
+def test_a_cpu_profile_is_labelled_and_answers_every_kind():
+    p = measure.measure(_grid(), torch.device("cpu"), precision="fp32", grid_name="t", progress=lambda _: None)
+    assert p.cpu and p.gpu == "cpu" and p.precision == "fp32"
+    assert {k: len(v) for k, v in p.points.items()} == {"layer": 1, "kernels": 1, "attention": 2, "embedding": 1,
+                                                         "head": 1, "optimizer": 1, "step": 1}
+    assert p.points["layer"][0]["fwd_s"] > 0 and p.points["kernels"][0]["gemm_bwd_s"] > 0
+    profile.from_json(p.to_json(), path="x")  # what it writes is what the loader accepts
+
+
+@requires_gpus(1)
+def test_a_tiny_layer_measured_on_cuda_with_its_memory_and_clocks():
+    dev = torch.device("cuda", 0)
+    p = measure.measure(_grid(), dev, precision="bf16", grid_name="t", progress=lambda _: None)
+    assert p.device["type"] == "cuda" and p.device["copy_gbps"] > 10
+    lay = p.points["layer"][0]
+    assert 0 < lay["fwd_s"] < 0.1 and 0 < lay["bwd_s"] < 0.1
+    step = p.points["step"][0]
+    assert step["peak_reserved_bytes"] >= step["peak_allocated_bytes"] > 0

@@ -1,0 +1,201 @@
+"""Compute profiles: the file round trip, lookups against hand-computed values, extrapolation, bad input."""
+
+import json
+import math
+
+import pytest
+
+from gpucomm import models
+from gpucomm.advisor import hardware
+from gpucomm.advisor.compute import profile as prof
+from gpucomm.advisor.compute.profile import ProfileError, ProfileSource
+from gpucomm.advisor.job import Job
+from gpucomm.advisor.layout import Layout
+from gpucomm.advisor.precision import Precision
+
+from ._profiles import ATTN, EMB, EXTRA, GEMM, HEAD, MARGIN, OPT, layer_shape, rest_per_flop, synthetic
+
+
+def _arch(family="llama", hidden=2048, layers=4, vocab=50304):
+    heads = hidden // 128
+    if family == "llama":
+        return models.Architecture(name="t", layers=layers, hidden=hidden, heads=heads, kv_heads=max(1, heads // 4),
+                                   ffn_hidden=3 * hidden, ffn_kind="swiglu", vocab=vocab, seq=1024,
+                                   tied_embeddings=False)
+    return models.Architecture(name="t", layers=layers, hidden=hidden, heads=heads, kv_heads=heads,
+                               ffn_hidden=4 * hidden, ffn_kind="gelu-4h", vocab=vocab, seq=1024, tied_embeddings=True,
+                               learned_positions=True, biases=True)
+
+
+def _job(arch, seq=1024, batch=1, **kw):
+    return Job(arch=arch, profile=hardware.get("h200-nvswitch"), nodes=1, gpus_per_node=1, global_batch=batch,
+               seq=seq, precision=Precision(), **kw)
+
+
+def _layer_s(src, arch, layout, seq=1024):
+    parts = src.parts(_job(arch, seq=seq, batch=layout.mb), layout)
+    return (parts.t_mb - parts.t_head - parts.t_embedding) / parts.per_stage, parts
+
+
+def test_a_measured_point_is_looked_up_as_it_was_measured():
+    src = ProfileSource(synthetic())
+    arch = _arch("llama", 2048)
+    got, parts = _layer_s(src, arch, Layout(mb=4))
+    s = layer_shape("llama", 2048, 4096)
+    assert got == pytest.approx(sum(_synthetic_layer(s)))
+    assert parts.extrapolated == ()
+    assert parts.attn_fwd_s == pytest.approx(ATTN * s.attention().fwd_flops())
+    assert parts.gemm_fwd_s == pytest.approx(GEMM * s.gemm_flops() / 3)
+
+
+def _synthetic_layer(s):
+    from ._profiles import layer_time
+
+    return layer_time(s)
+
+
+def test_between_token_counts_the_per_flop_time_is_a_power_law():
+    """2,048 tokens between the measured 1,024 and 4,096: log-linear in tokens = the geometric mean."""
+    src = ProfileSource(synthetic())
+    arch = _arch("gpt", 1024)
+    got, parts = _layer_s(src, arch, Layout(mb=1), seq=2048)
+    s = layer_shape("gpt", 1024, 2048)
+    s = type(s)(**{**s.key(), "seq": 2048, "mb": 1})
+    per_flop = math.sqrt(rest_per_flop(1024) * rest_per_flop(4096))  # = rest_per_flop(2048) for this power law
+    assert per_flop == pytest.approx(rest_per_flop(2048))
+    want = per_flop * s.gemm_flops() + 3.5 * ATTN * s.attention().fwd_flops()
+    assert got == pytest.approx(want)
+    assert parts.extrapolated == ()
+
+
+def test_checkpointing_adds_its_measured_time_per_recomputed_flop():
+    src = ProfileSource(synthetic())
+    arch = _arch("llama", 2048)
+    base, _ = _layer_s(src, arch, Layout(mb=4))
+    for ac in ("selective", "op", "full"):
+        got, _ = _layer_s(src, arch, Layout(mb=4, ac=ac))
+        s = layer_shape("llama", 2048, 4096, ac)
+        assert got - base == pytest.approx(EXTRA[ac] * s.recompute_flops()), ac
+
+
+def test_outside_the_grid_the_answer_says_extrapolated_and_holds_the_per_flop_time():
+    src = ProfileSource(synthetic())
+    arch = _arch("llama", 2048)
+    got, parts = _layer_s(src, arch, Layout(mb=16))  # 16,384 tokens, above the measured 4,096
+    s = type(layer_shape("llama", 2048, 4096))(**{**layer_shape("llama", 2048, 4096).key(), "mb": 16})
+    assert got == pytest.approx(rest_per_flop(4096) * s.gemm_flops() + 3.5 * ATTN * s.attention().fwd_flops())
+    assert any("tokens 16,384 outside the measured 1,024-4,096" in n for n in parts.extrapolated)
+
+
+def test_head_embedding_and_optimizer_are_per_flop_and_per_byte_constants():
+    src = ProfileSource(synthetic())
+    arch = _arch("gpt", 2048)
+    job = _job(arch, batch=4)
+    parts = src.parts(job, Layout(mb=4))
+    tokens = 4096
+    assert parts.t_head == pytest.approx(HEAD * 6 * tokens * 2048 * 50304)
+    emb = EMB * (8 * 50304 * 2048 + 8 * tokens * 2048)
+    own = parts.t_embedding - emb  # the steps' own work: 1 s measured minus their parts
+    assert own == pytest.approx(_step_residual(src, arch), rel=1e-9)
+    opt = src.optimizer_s(job, 5e7)
+    assert opt.value == pytest.approx(OPT * 5e7) and opt.extrapolated == ()
+    assert src.optimizer_s(job, 1e10).extrapolated  # above the measured parameter counts
+
+
+def _step_residual(src, arch):
+    rows = src._tables._steps["gpt"]
+    return next(own for (h, t), own, _ in rows if (h, t) == (2048, 4096))
+
+
+def test_the_allocator_margin_is_per_byte_of_fp32_logits():
+    src = ProfileSource(synthetic())
+    arch = _arch("gpt", 1024)
+    m = src.margin_bytes(_job(arch, batch=4), Layout(mb=4))
+    assert m.value == pytest.approx(MARGIN * 4 * 4096 * 50304) and m.extrapolated == ()
+
+
+def test_round_trip_save_load_gives_identical_lookups(tmp_path):
+    p = synthetic()
+    path = tmp_path / "p.json"
+    prof.save(p, path)
+    q = prof.load(path)
+    arch = _arch("llama", 1536)
+    for lay in (Layout(mb=2), Layout(mb=3, ac="op"), Layout(tp=2, mb=1)):
+        a = ProfileSource(p).parts(_job(arch, batch=lay.mb), lay)
+        b = ProfileSource(q).parts(_job(arch, batch=lay.mb), lay)
+        assert a == b
+    assert q.to_json() == json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("text, words", [
+    ("{not json", "not JSON"),
+    ('{"kind": "env", "schema_version": 1}', "not a compute profile (kind 'env'"),
+    ("[1, 2]", "not a compute profile (kind 'list'"),
+    ('{"kind": "gpucomm-compute-profile", "schema_version": 7}', "schema_version 7, expected 1"),
+    ('{"kind": "gpucomm-compute-profile", "schema_version": 1, "device": {"name": "x"}, "software": "eager", '
+     '"points": {"layer": [{"family": "gpt"}]}}', "points['layer'][0] lacks hidden"),
+    ('{"kind": "gpucomm-compute-profile", "schema_version": 1, "device": {"name": "x"}, "software": "eager", '
+     '"points": {"optimizer": [{"params": 1, "seconds": -1}]}}', "expected seconds >= 0"),
+])
+def test_bad_files_are_one_line_naming_the_flag_and_the_fix(tmp_path, text, words):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(ProfileError) as e:
+        prof.load(path)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"--compute-profile {path}") and words in msg
+    assert "gpucomm measure" in msg
+
+
+def test_a_missing_file_names_the_path():
+    with pytest.raises(ProfileError, match=r"--compute-profile /nonexistent/p.json: cannot be read"):
+        prof.load("/nonexistent/p.json")
+
+
+def test_a_profile_from_another_gpu_is_refused():
+    p = synthetic(gpu="NVIDIA A100-SXM4-80GB")
+    prof.check_hardware(p, "a100-nvlink3")
+    with pytest.raises(ProfileError, match=r"measured on 'NVIDIA A100-SXM4-80GB', but --hardware h200-nvswitch is "
+                                           r"H200; measure this GPU"):
+        prof.check_hardware(p, "h200-nvswitch")
+    with pytest.raises(ProfileError, match="--hardware cpu-gloo is cpu"):
+        prof.check_hardware(p, "cpu-gloo", "cpu-gloo")
+
+
+def test_shapes_the_profile_cannot_answer_are_refused_with_the_fix():
+    src = ProfileSource(synthetic(families=("gpt",), acs=("none",)))
+    with pytest.raises(ProfileError, match=r"no llama layers measured, and nothing to extrapolate from; measure them: "
+                                           r"gpucomm measure --arch"):
+        src.parts(_job(_arch("llama", 2048)), Layout())
+    with pytest.raises(ProfileError, match=r"no gpt layers with ac=full measured"):
+        src.parts(_job(_arch("gpt", 2048)), Layout(ac="full"))
+
+
+def test_software_and_dtype_the_profile_did_not_measure_are_refused():
+    src = ProfileSource(synthetic())
+    arch = _arch("gpt", 1024)
+    with pytest.raises(ProfileError, match=r"--software compiled: the compute profile synthetic.json measured eager; "
+                                           r"measure one with gpucomm measure --software compiled"):
+        src.parts(_job(arch, software="compiled"), Layout())
+    with pytest.raises(ProfileError, match=r"--dtype fp32: the compute profile synthetic.json measured bf16"):
+        src.parts(Job(arch=arch, profile=hardware.get("h200-nvswitch"), nodes=1, gpus_per_node=1, global_batch=1,
+                      seq=1024, precision=Precision(compute="fp32")), Layout())
+
+
+def test_fused_software_replaces_the_eager_elementwise_time_by_fused_traffic():
+    src = ProfileSource(synthetic())
+    arch = _arch("llama", 2048)
+    eager, _ = _layer_s(src, arch, Layout(mb=4))
+    fused_parts = src.parts(_job(arch, batch=4, software="fused"), Layout(mb=4))
+    fused = (fused_parts.t_mb - fused_parts.t_head - fused_parts.t_embedding) / fused_parts.per_stage
+    s = layer_shape("llama", 2048, 4096)
+    # matmuls as measured alone + attention + 3 passes over 2 + 8 f/h + ... stored bytes at 4,000 GB/s
+    from gpucomm.advisor.memory import activation_terms
+
+    stored = sum(activation_terms(arch, "none").values())
+    ew = 3.0 * stored * 2048 * 4096 / 4000e9
+    other = (rest_per_flop(4096) - GEMM) * s.gemm_flops()  # the eager layer's time beyond matmuls and attention
+    assert ew < other
+    assert fused == pytest.approx(GEMM * s.gemm_flops() + 3.5 * ATTN * s.attention().fwd_flops() + ew)
+    assert fused < eager
+    assert fused_parts.t_embedding == pytest.approx(EMB * (8 * 50304 * 2048 + 8 * 4096 * 2048))  # no host work
