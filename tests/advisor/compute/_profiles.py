@@ -10,7 +10,13 @@ from __future__ import annotations
 import math
 
 from gpucomm.advisor.compute.profile import ComputeProfile
-from gpucomm.advisor.compute.shapes import AttentionShape, EmbeddingShape, HeadShape, LayerShape, OptimizerShape
+from gpucomm.advisor.compute.shapes import (
+    AttentionShape,
+    EmbeddingShape,
+    HeadShape,
+    LayerShape,
+    OptimizerShape,
+)
 
 ATTN = 2e-15
 """Attention seconds per forward FLOP (forward); backward 2.5x."""

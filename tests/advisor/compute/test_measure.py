@@ -2,7 +2,6 @@
 
 import time
 
-import pytest
 import torch
 
 from gpucomm.advisor.compute import measure, profile
