@@ -8,10 +8,10 @@ per workload (model, precision, global batch, sequence length, device type), two
    different from single's, the number that decides it (its throughput against the runner-up's; "about
    even" within :data:`~gpucomm.report.findings.bench.EVEN`) and its scaling efficiency; when one device
    beats every multi-device strategy, it says that data parallelism does not pay on these devices.  When
-   the step times cannot carry the answer it says so ("not firm"): a compared strategy whose p90 step is
-   more than :data:`NOISY_STEPS` times its median varied too much to be ranked, and a scaling efficiency
-   above 105% means single's own steps were slowed (contention), not that two devices did more than twice
-   the work;
+   the step times cannot carry the answer it says so ("not firm"): the margin is smaller than the step-time
+   spread (p90 / median, when above :data:`NOISY_STEPS`) of either strategy compared, or a scaling
+   efficiency above 105% says single's own steps were slowed (contention), not that two devices did more
+   than twice the work;
 2. **the equality verdict**: the strategies equal to single within their tolerance, those that differ,
    failed or could not run here (with the reason).
 """
@@ -28,8 +28,9 @@ from gpucomm.report.findings.bench import EVEN
 __all__ = ["NOISY_STEPS", "train_findings"]
 
 NOISY_STEPS = 1.5
-"""p90 step time / median step time above which a strategy's throughput is too unsteady to rank it (on a GPU
-the two are within a few percent; a contended CPU run is where this triggers)."""
+"""p90 step time / median step time above which a strategy's steps are unsteady (on a GPU the two are within a
+few percent; a contended CPU run is where this triggers): a pick whose margin is smaller than that spread is
+not firm."""
 
 
 def _where(r: TrainRecord) -> str:
@@ -50,14 +51,28 @@ def _sps(r: TrainRecord) -> str:
     return f"{fmt_float(r.samples_per_s, 1)} samples/s"
 
 
-def _caveat(compared: list[TrainRecord]) -> str:
-    """" Not firm: …" when the compared strategies' step times cannot carry the answer; "" otherwise."""
+def _spread(r: TrainRecord) -> float:
+    """p90 step / median step: how far one step's time strays (1.0 for a steady run)."""
+    return r.step_ms_p90 / r.step_ms_median if r.step_ms_median and r.step_ms_p90 else 1.0
+
+
+def _caveat(best: TrainRecord, other: TrainRecord | None) -> str:
+    """" Not firm: …" when the step times cannot carry the answer; "" otherwise.
+
+    A pick is firm when its margin over the strategy it is compared with (the ratio of their samples/s)
+    is larger than either one's step-time spread (p90 / median): a margin smaller than the spread could
+    come from the few slow steps alone.  A scaling efficiency above 105% means single's own steps were
+    slowed (two devices cannot do more than twice the work of one), so single's throughput is no reference.
+    """
     parts = []
-    compared = list({id(r): r for r in compared}.values())
-    for r in compared:
-        if r.step_ms_median and r.step_ms_p90 and r.step_ms_p90 > NOISY_STEPS * r.step_ms_median:
-            parts.append(f"{_label(r)}'s steps vary (p90 {r.step_ms_p90 / r.step_ms_median:.2f}x the median)")
-    high = [r for r in compared if r.scaling_efficiency is not None and r.scaling_efficiency > 1.05]
+    if other is not None and other.samples_per_s:
+        margin = best.samples_per_s / other.samples_per_s
+        worst = max((best, other), key=_spread)
+        if _spread(worst) > NOISY_STEPS and margin < _spread(worst):
+            parts.append(f"the {margin:.2f}x margin is within the steps' spread ({_label(worst)}'s p90 step is "
+                         f"{_spread(worst):.2f}x its median)")
+    high = [r for r in (best, other) if r is not None and r.scaling_efficiency is not None
+            and r.scaling_efficiency > 1.05]
     if high:
         parts.append(f"{fmt_pct(high[0].scaling_efficiency)} scaling efficiency means single's own steps were slowed")
     return f" Not firm: {'; '.join(parts)} — rerun with more --steps on a quiet machine." if parts else ""
@@ -75,7 +90,7 @@ def _pick(model: str, records: list[TrainRecord]) -> str:
         eff = f", {fmt_pct(top.scaling_efficiency)} scaling efficiency" if top.scaling_efficiency is not None else ""
         return (f"Pick {best.strategy} for {model}: one device ({_sps(best)}) is faster than the best multi-device "
                 f"strategy, {top.strategy} on {_where(top)} ({_sps(top)}{eff}) — data parallelism does not pay on "
-                f"these devices." + _caveat([best, top]))
+                f"these devices." + _caveat(best, top))
     text = f"Pick {best.strategy} for {model} on {_where(best)}: {_sps(best)}"
     if rest:
         runner = rest[0]
@@ -84,8 +99,7 @@ def _pick(model: str, records: list[TrainRecord]) -> str:
         text += f", {ratio:.2f}x the next best, {_label(runner)} ({_sps(runner)}){even}"
     if best.scaling_efficiency is not None and best.n_devices > 1:
         text += f"; {fmt_pct(best.scaling_efficiency)} scaling efficiency"
-    single = [r for r in usable if r.strategy == "single"]
-    return text + "." + _caveat([best, *rest[:1], *single[:1]])
+    return text + "." + _caveat(best, rest[0] if rest else None)
 
 
 def _reason(note: str) -> str:
