@@ -62,3 +62,12 @@ def test_a_margin_within_the_step_spread_or_superlinear_scaling_makes_the_pick_n
     assert "Not firm" not in train_findings([single, ddp])[0]
     steady = train_findings([train("single", 1, 100.0, eff=1.0), train("ddp", 2, 150.0, eff=0.75)])[0]
     assert "Not firm" not in steady and "about even" not in steady
+
+
+def test_a_scaling_efficiency_against_an_unsteady_single_is_not_firm():
+    single, replicated, ddp = train("single", 1, 580.0, eff=1.0), train("replicated", 2, 980.0, eff=0.84), train(
+        "ddp", 2, 790.0, eff=0.68)
+    single.step_ms_p90 = single.step_ms_median * 5.7
+    pick, _ = train_findings([single, replicated, ddp])
+    assert pick.endswith("; 84.0% scaling efficiency. Not firm: its scaling efficiency is against single, whose p90 "
+                         "step is 5.70x its median — rerun with more --steps on a quiet machine.")

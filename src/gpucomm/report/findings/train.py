@@ -56,13 +56,14 @@ def _spread(r: TrainRecord) -> float:
     return r.step_ms_p90 / r.step_ms_median if r.step_ms_median and r.step_ms_p90 else 1.0
 
 
-def _caveat(best: TrainRecord, other: TrainRecord | None) -> str:
+def _caveat(best: TrainRecord, other: TrainRecord | None, single: TrainRecord | None = None) -> str:
     """" Not firm: …" when the step times cannot carry the answer; "" otherwise.
 
     A pick is firm when its margin over the strategy it is compared with (the ratio of their samples/s)
     is larger than either one's step-time spread (p90 / median): a margin smaller than the spread could
     come from the few slow steps alone.  A scaling efficiency above 105% means single's own steps were
-    slowed (two devices cannot do more than twice the work of one), so single's throughput is no reference.
+    slowed (two devices cannot do more than twice the work of one), so single's throughput is no reference;
+    a quoted scaling efficiency is no firmer than single's own steps (``single``).
     """
     parts = []
     if other is not None and other.samples_per_s:
@@ -75,6 +76,9 @@ def _caveat(best: TrainRecord, other: TrainRecord | None) -> str:
             and r.scaling_efficiency > 1.05]
     if high:
         parts.append(f"{fmt_pct(high[0].scaling_efficiency)} scaling efficiency means single's own steps were slowed")
+    elif (single is not None and single is not best and best.scaling_efficiency is not None
+          and _spread(single) > NOISY_STEPS):
+        parts.append(f"its scaling efficiency is against single, whose p90 step is {_spread(single):.2f}x its median")
     return f" Not firm: {'; '.join(parts)} — rerun with more --steps on a quiet machine." if parts else ""
 
 
@@ -99,7 +103,8 @@ def _pick(model: str, records: list[TrainRecord]) -> str:
         text += f", {ratio:.2f}x the next best, {_label(runner)} ({_sps(runner)}){even}"
     if best.scaling_efficiency is not None and best.n_devices > 1:
         text += f"; {fmt_pct(best.scaling_efficiency)} scaling efficiency"
-    return text + "." + _caveat(best, rest[0] if rest else None)
+    single = next((r for r in usable if r.strategy == "single"), None)
+    return text + "." + _caveat(best, rest[0] if rest else None, single)
 
 
 def _reason(note: str) -> str:
