@@ -58,3 +58,54 @@ def test_bind_copies_and_noop():
     run()
     assert all(torch.equal(d, s) for d, s in zip(dsts, srcs, strict=True))
     assert k.noop() is None
+
+
+def _as_if_cuda(monkeypatch):
+    """torch's C++ loops replaced by recorders that check shapes first, as the real ones do (which also refuse
+    non-CUDA outputs): what comm hands them, and what it checks itself, seen on a machine without a GPU."""
+    calls = []
+
+    def broadcast_out(src, outs):
+        if any(o.shape != src.shape for o in outs):
+            raise RuntimeError("Expected all output tensors to have same shape as the source")
+        calls.append("broadcast")
+        for o in outs:
+            o.copy_(src)
+
+    def scatter_out(src, outs, dim, streams):
+        if sum(o.shape[dim] for o in outs) != src.shape[dim]:
+            raise RuntimeError("Total size for output tensors along scatter dim does not match")
+        calls.append("scatter")
+        for o, piece in zip(outs, src.split([o.shape[dim] for o in outs], dim), strict=True):
+            o.copy_(piece)
+
+    monkeypatch.setattr(k, "BROADCAST_OUT", broadcast_out)
+    monkeypatch.setattr(k, "SCATTER_OUT", scatter_out)
+    return calls
+
+
+def test_plain_broadcast_and_scatter_hand_what_torchs_loops_check_to_them(monkeypatch):
+    calls = _as_if_cuda(monkeypatch)
+    src, outs = torch.arange(4.0), [torch.zeros(4) for _ in range(3)]
+    assert c.broadcast(src, out=outs) == outs and calls == ["broadcast"]
+    assert all(torch.equal(o, src) for o in outs)
+    pieces = [torch.zeros(2) for _ in range(3)]
+    assert c.scatter(torch.arange(6.0), out=pieces) == tuple(pieces) and calls == ["broadcast", "scatter"]
+    assert torch.equal(torch.cat(pieces), torch.arange(6.0))
+
+
+def test_what_torchs_loops_do_not_check_takes_the_checked_route(monkeypatch):
+    calls = _as_if_cuda(monkeypatch)
+    base = torch.arange(8.0)
+    c.broadcast(base[:4], out=[base[2:6], torch.zeros(4)])  # an output inside the source's storage
+    assert calls == [] and torch.equal(base[2:6], torch.arange(4.0))
+    with pytest.raises(ValueError, match=r"out\[1\]: expected a tensor that does not overlap out\[0\]"):
+        c.scatter(torch.arange(4.0), out=list(torch.zeros(4).as_strided((2, 2), (1, 1))))  # outputs overlap
+    with pytest.raises(ValueError, match=r"out\[1\]: expected shape \[4\]"):  # refused by the loop: ours names it
+        c.broadcast(torch.ones(4), out=[torch.zeros(4), torch.zeros(5)])
+    assert calls == []
+    grad = torch.zeros(4, requires_grad=True)
+    with pytest.raises((ValueError, RuntimeError)):
+        c.broadcast(torch.ones(4), out=[grad])
+    assert calls == [] and torch.equal(grad.detach(), torch.zeros(4))
+    assert k.direct(torch.ones(2), [torch.ones(2).to_sparse()]) is False  # no storage: the checked route

@@ -164,3 +164,13 @@ def test_an_option_equal_as_a_key_but_of_another_type_is_rechecked():
     for bad in (False, 0.0):  # False == 0 == 0.0 as dict keys; the dim check refuses both by name
         with pytest.raises(TypeError, match="dim"):
             c.all_gather(ts, bad, out=g)
+
+
+def test_in_place_calls_are_keyed_once_and_apart_from_separate_outputs():
+    ts, outs = _bufs()
+    in_place = _key(ts, list(ts))
+    assert in_place != _key(ts, outs) and in_place != _key(ts, None)
+    assert len(in_place) < len(_key(ts, outs))  # the tensors once, not twice
+    c.all_reduce(ts, out=list(ts))
+    assert _verdicts.verdict(_key(ts, list(ts))) is not None and _verdicts.verdict(_key(ts, outs)) is None
+    assert all(t.tolist() == [10.0] * 8 for t in ts)

@@ -38,7 +38,8 @@ def _torch_cuda_comm(lib, a: Args) -> Invocation:
 
 
 def _gpucomm_comm(lib, a: Args) -> Invocation:
-    return Invocation("broadcast", lib.broadcast, (a.inputs[a.root],), {"out": list(a.outputs)})
+    src = a.inputs[a.root]  # in place, the root's output is the source itself: nothing to copy there
+    return Invocation("broadcast", lib.broadcast, (src,), {"out": [o for o in a.outputs if o is not src] or [src]})
 
 
 def _distributed(lib, a: Args) -> Invocation:

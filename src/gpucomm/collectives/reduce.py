@@ -39,7 +39,8 @@ def _torch_cuda_comm(lib, a: Args) -> Invocation:
 
 
 def _gpucomm_comm(lib, a: Args) -> Invocation:
-    return Invocation("reduce", lib.reduce, (list(a.inputs), a.devices[a.root], a.op), {"out": a.outputs[a.root]})
+    # destination None: out= (the root's tensor) says where the result goes
+    return Invocation("reduce", lib.reduce, (list(a.inputs), None, a.op), {"out": a.outputs[a.root]})
 
 
 def _torch_distributed(td, a: Args) -> Invocation:

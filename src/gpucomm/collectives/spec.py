@@ -262,8 +262,14 @@ class Method:
     """Defaults of trailing parameters by name."""
     doc: str
     """What the method does, one or two sentences (its docstring)."""
+    _slots: tuple = field(init=False, repr=False, compare=False)
+    """Where each :class:`Args` field is among the parameters (-1: absent): inputs, outputs, root, op, extras."""
 
     def __post_init__(self) -> None:
+        at = {p: k for k, p in enumerate(self.params)}
+        object.__setattr__(self, "_slots", (
+            at.get("inputs", at.get("tensors", -1)), at.get("outputs", at.get("tensors", -1)),
+            at.get("root", -1), at.get("op", -1), tuple((p, k) for p, k in at.items() if p not in METHOD_PARAMS)))
         seen_default = False
         for p in self.params:
             if p in self.defaults:
@@ -276,22 +282,11 @@ class Method:
     def args(self, values: Sequence[Any], n: int, *, rank: int = 0, devices: Sequence[Any] = (),
              ranks: Sequence[int] | None = None) -> Args:
         """The :class:`Args` of one method call: ``values`` in parameter order."""
-        inputs = outputs = ()
-        r, op, extra = 0, None, _EMPTY
-        for p, v in zip(self.params, values, strict=True):
-            if p == "tensors":
-                inputs = outputs = v
-            elif p == "outputs":
-                outputs = v
-            elif p == "inputs":
-                inputs = v
-            elif p == "root":
-                r = v
-            elif p == "op":
-                op = v
-            else:
-                extra = {**extra, p: v}
-        return Args(inputs, outputs, n, r, op, rank, devices, extra, ranks)
+        ins, outs, root, op, extra = self._slots
+        v_in = values[ins] if ins >= 0 else ()
+        return Args(v_in, values[outs] if outs >= 0 else v_in, n, values[root] if root >= 0 else 0,
+                    values[op] if op >= 0 else None, rank, devices,
+                    {p: values[k] for p, k in extra} if extra else _EMPTY, ranks)
 
     def values(self, a: Args) -> tuple:
         """The method's arguments for :class:`Args` ``a`` (inverse of :meth:`args`)."""

@@ -20,6 +20,7 @@ The kernel modules import this module; it imports none of them (no cycle).
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Sequence
 
 import torch
@@ -40,6 +41,7 @@ __all__ = [
     "noop",
     "one_device",
     "cuda_alike",
+    "direct",
 ]
 
 Run = Callable[[], object]
@@ -53,6 +55,35 @@ SCATTER_OUT = getattr(torch._C, "_scatter_out", None)
 """``torch.cuda.comm.scatter(t, out=...)``'s C++: checks, then one ``copy_`` per chunk."""
 SCATTER = getattr(torch._C, "_scatter", None)
 """``torch.cuda.comm.scatter(t, devices)``'s C++: each chunk ``.to(device, non_blocking=True)``."""
+
+
+_TENSOR_ONLY = {torch.Tensor}
+_REQUIRES_GRAD = operator.attrgetter("requires_grad")
+_UNTYPED = torch.Tensor.untyped_storage
+_STORAGE_PTR = torch.UntypedStorage.data_ptr
+
+
+def direct(src: torch.Tensor, outs: Sequence[torch.Tensor]) -> bool:
+    """Whether torch's C++ loops (:data:`BROADCAST_OUT`, :data:`SCATTER_OUT`) may take ``src`` and ``outs`` as
+    they are: only the checks those loops do not make, each one C-level pass.
+
+    The loops check, before their first copy, that every output is a CUDA tensor of the right shape (a
+    RuntimeError otherwise: the caller then runs its full checks, which name the problem), and they cast
+    dtypes as ``copy_`` does.  They do not check aliasing, so every tensor here must be a plain strided
+    tensor in a storage of its own (an output in the source's storage, or two outputs in one, would race),
+    and no output may need autograd (``copy_`` would refuse it after writing the ones before it).
+    """
+    if BROADCAST_OUT is None:
+        return False
+    group = [src, *outs]
+    if set(map(type, group)) != _TENSOR_ONLY:
+        return False
+    try:
+        if len(set(map(_STORAGE_PTR, map(_UNTYPED, group)))) != len(group):
+            return False
+    except (RuntimeError, NotImplementedError):  # a sparse or otherwise storage-less tensor
+        return False
+    return not (torch.is_grad_enabled() and any(map(_REQUIRES_GRAD, outs)))
 
 
 def noop() -> None:

@@ -289,7 +289,8 @@ def check_all_reduce(tensors: Any, op: Any, out: Any
     outs = None
     if out is not None:
         outs = check_outputs(out, len(ts))
-        _check_out_like(outs, ts[0].shape, ts[0].dtype, devices)
+        if not all(map(operator.is_, outs, ts)):  # out=tensors (in place): _inputs checked them already
+            _check_out_like(outs, ts[0].shape, ts[0].dtype, devices)
         check_disjoint(outs, same_value=True)
         _check_out_aliasing(outs, ts)
     return ts, o, outs, devices

@@ -30,6 +30,7 @@ MAX_ENTRIES = 256
 _CACHE: dict[tuple, tuple] = {}
 _TENSOR = torch.Tensor
 _TENSOR_ONLY = {torch.Tensor}
+_IS = operator.is_
 _DATA_PTR = torch.Tensor.data_ptr
 _OFFSET = torch.Tensor.storage_offset
 _STRIDE = torch.Tensor.stride
@@ -46,12 +47,15 @@ def signature(collective: str, options: tuple, tensors: Any, out: Any) -> tuple 
     tt, to = type(tensors), type(out)
     if not ((tt is list or tt is tuple) and (out is None or to is list or to is tuple)):
         return None
-    every = [*tensors, *out] if out is not None else tensors
+    # out=tensors (in place): the same tensors, keyed once, and said so by ``inplace``
+    inplace = out is not None and len(out) == len(tensors) and all(map(_IS, out, tensors))
+    every = [*tensors, *out] if out is not None and not inplace else tensors
     try:
         if set(map(type, every)) != _TENSOR_ONLY:
             return None
         # the options' types too: dim=True or dim=1.0 equal dim=1 as keys, but the checks refuse them
-        key = (collective, options, *map(type, options), tt, to, len(tensors), _GRAD_ENABLED(), *map(id, every),
+        key = (collective, options, *map(type, options), tt, to, inplace, len(tensors), _GRAD_ENABLED(),
+               *map(id, every),
                *map(_DATA_PTR, every), *map(_OFFSET, every), *map(_SHAPE, every), *map(_STRIDE, every),
                *map(_DTYPE, every), *map(_DEVICE, every), *map(_LAYOUT, every), *map(_REQUIRES_GRAD, every))
         hash(key)  # an unhashable op or dim: not keyed (the checks refuse it by name)

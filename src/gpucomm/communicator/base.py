@@ -153,15 +153,28 @@ class Communicator(abc.ABC):
         return Prepared.of(run, op)
 
 
-def result(row: Collective, a: Args) -> Any:
-    """What a Communicator method returns for call ``a`` (see the module docstring)."""
-    outputs = a.outputs
+_LIST, _TUPLE, _ROOTS = 0, 1, 2  # what a method returns: its outputs as a list, as a tuple, or the root's
+
+
+def _returns(row: Collective) -> int:
+    """What ``row``'s method returns (see the module docstring), decided once per row."""
     if row.output_buffer == ROOT or (row.has_root and row.reduces):  # one destination: the root's tensor
-        k = a.root - a.rank * len(outputs)
-        return outputs[k] if 0 <= k < len(outputs) else None
-    if row.input_buffer == ROOT and a.inputs is not outputs:  # scatter: a tuple, as torch.cuda.comm.scatter
+        return _ROOTS
+    if row.input_buffer == ROOT and "tensors" not in row.method.params:  # scatter, as torch.cuda.comm's
+        return _TUPLE
+    return _LIST
+
+
+def result(row: Collective, a: Args, kind: int | None = None) -> Any:
+    """What a Communicator method returns for call ``a`` (see the module docstring)."""
+    kind = _returns(row) if kind is None else kind
+    outputs = a.outputs
+    if kind == _LIST:
+        return list(outputs)
+    if kind == _TUPLE:
         return tuple(outputs)
-    return list(outputs)
+    k = a.root - a.rank * len(outputs)
+    return outputs[k] if 0 <= k < len(outputs) else None
 
 
 def _bind_arguments(row: Collective, args: tuple, kwargs: dict) -> tuple:
@@ -189,13 +202,20 @@ def _method(row: Collective) -> Callable[..., Any]:
     """The Communicator method of ``row``: bind the arguments, check them, run the row's call."""
     m = row.method
     count = len(m.params)
+    required = sum(p not in m.defaults for p in m.params)
+    tail = tuple(m.defaults[p] for p in m.params[required:])  # the defaults, in order
+    kind = _returns(row)
 
     def method(self: Communicator, *args: Any, **kwargs: Any) -> Any:
-        if kwargs or len(args) != count:
+        if kwargs or not required <= len(args) <= count:
             args = _bind_arguments(row, args, kwargs)
+        elif len(args) < count:  # trailing arguments left at their defaults
+            args += tail[len(args) - required:]
         a = self._args(row, args)
         self._run(row, a)
-        return result(row, a)
+        if kind == _LIST:
+            return list(a.outputs)
+        return result(row, a, kind)
 
     name = str(row.name)
     method.__name__ = name

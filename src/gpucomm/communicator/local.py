@@ -33,8 +33,8 @@ from gpucomm.devices import DeviceLike, parse_devices
 
 __all__ = ["LocalCommunicator"]
 
+_TENSOR = torch.Tensor
 _TENSOR_ONLY = {torch.Tensor}
-_TENSOR_OR_NONE = {torch.Tensor, type(None)}
 _GET_DEVICE = torch.Tensor.get_device  # an int (-1 on the CPU): cheaper than building a torch.device
 
 
@@ -82,18 +82,23 @@ class LocalCommunicator(Communicator):
         return list(self._devices)
 
     # ----- a row's call: the Communicator's checks, then gpucomm.comm's -------------------------------
-    def _held(self, tensors, arg: str, optional: bool) -> None:
-        """:func:`check_held` (same errors), its common case — n plain tensors (or Nones where
-        ``optional``), each on its participant's device — answered in C-level passes."""
-        if (type(tensors) is list or type(tensors) is tuple) and len(tensors) == self._n and self._indices:
-            types = set(map(type, tensors))
-            if types == _TENSOR_ONLY:
-                if list(map(_GET_DEVICE, tensors)) == self._indices:
-                    return
-            elif optional and types == _TENSOR_OR_NONE and all(
-                    t is None or t.get_device() == i for t, i in zip(tensors, self._indices)):  # noqa: B905
-                return
-        check_held(self, tensors, arg, optional=optional)
+    def _held(self, tensors, arg: str) -> None:
+        """:func:`check_held` (same errors), its common case — n plain tensors, each on its participant's
+        device — answered in C-level passes."""
+        if ((type(tensors) is list or type(tensors) is tuple) and len(tensors) == self._n and self._indices
+                and set(map(type, tensors)) == _TENSOR_ONLY and list(map(_GET_DEVICE, tensors)) == self._indices):
+            return
+        check_held(self, tensors, arg)
+
+    def _root_entry(self, tensors, arg: str, root: int) -> None:
+        """A list with one entry per participant of which only the root's is used (scatter's inputs,
+        gather's outputs): the others are ignored and may be None, so only the root's is checked."""
+        if ((type(tensors) is list or type(tensors) is tuple) and len(tensors) == self._n and self._indices
+                and type(tensors[root]) is _TENSOR and tensors[root].get_device() == self._indices[root]):
+            return
+        items = check_held(self, tensors, arg, optional=True)
+        if items[root] is None:
+            raise TypeError(f"{arg}[{root}]: expected the root's tensor, but got None")
 
     def _args(self, row: Collective, values: tuple) -> Args:
         a = row.method.args(values, self._n, devices=self._devices)
@@ -101,15 +106,16 @@ class LocalCommunicator(Communicator):
         if row.has_root and not (type(root) is int and 0 <= root < self._n):
             check_root(self, root)
         if a.inputs is a.outputs:
-            self._held(a.inputs, "tensors", False)
+            self._held(a.inputs, "tensors")
             return a
-        scatter, gather = row.input_buffer == ROOT, row.output_buffer == ROOT
-        self._held(a.outputs, "outputs", gather)
-        self._held(a.inputs, "inputs", scatter)
-        if scatter and a.inputs[root] is None:
-            raise TypeError(f"inputs[{root}]: expected the root's tensor, but got None")
-        if gather and a.outputs[root] is None:
-            raise TypeError(f"outputs[{root}]: expected the root's tensor, but got None")
+        if row.output_buffer == ROOT:
+            self._root_entry(a.outputs, "outputs", root)
+        else:
+            self._held(a.outputs, "outputs")
+        if row.input_buffer == ROOT:
+            self._root_entry(a.inputs, "inputs", root)
+        else:
+            self._held(a.inputs, "inputs")
         check_shapes(row, self._n, a)
         return a
 
