@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucomm import models
-from gpucomm.advisor import calibrate, hardware, layout, measured, search, timing, wrappers
+from gpucomm.advisor import calibrate, compute, hardware, layout, measured, search, timing, wrappers
 from gpucomm.advisor.compute import source_for
 from gpucomm.advisor.hardware import HardwareProfile
 from gpucomm.advisor.job import Job
@@ -157,7 +157,8 @@ def make_job(cfg: Any, profile: HardwareProfile, arch: models.Architecture, gpus
                seq=seq, precision=Precision(compute=cfg.dtype or ("fp32" if profile.kind == "cpu-gloo" else "bf16"),
                                             weights=cfg.weights, optimizer=cfg.optimizer),
                kernels=cfg.kernels, loss=cfg.loss, efficiency=None,
-               colocated=calibrate.colocated(profile, gpus_per_node))
+               colocated=calibrate.colocated(profile, gpus_per_node), software=cfg.software,
+               compute_profile=cfg.compute_profile)
 
 
 def _not_applicable(profile: HardwareProfile, lo: layout.Layout) -> str:
@@ -205,7 +206,7 @@ def advise(cfg: Any, profile: HardwareProfile) -> Advice:
     per_gpu = DEFAULT_NAMED_BATCH / gpus if named else SEARCH_TOKENS / (seq * gpus)
     batch = cfg.global_batch or gpus * max(1, round(per_gpu))
     job = make_job(cfg, profile, arch, cfg.gpus, cfg.nodes, batch)
-    source_for(job)  # a compute profile that cannot price this job (another GPU, a corrupt file) fails here: exit 2
+    compute.check(job)  # a compute profile that cannot price this job (another GPU, a corrupt file): exit 2
     if named:
         if batch % gpus:
             raise ValueError(f"--global-batch {batch}: must divide over the {gpus} GPUs (--nodes x --gpus) for the "
@@ -274,8 +275,10 @@ def assumptions(job: Job, plans: list[search.Plan]) -> list[str]:
     if p.memory_bytes is not None:
         from gpucomm.advisor import memory
 
-        lines.append(f"memory outside PyTorch {memory.RUNTIME_BYTES / 2**30:.0f} GiB and the allocator's reserved "
-                     f"margin {memory.ALLOCATOR_MARGIN_BYTES / 2**30:.0f} GiB are assumed; capacity "
+        margin = (f"the allocator's reserved margin {memory.ALLOCATOR_MARGIN_BYTES / 2**30:.0f} GiB are assumed"
+                  if not plans or source_for(job).margin_bytes(job, plans[0].layout) is None else
+                  "the allocator's reserved margin is measured (whole steps of the compute profile)")
+        lines.append(f"memory outside PyTorch {memory.RUNTIME_BYTES / 2**30:.0f} GiB is assumed and {margin}; capacity "
                      f"{p.memory_bytes / 2**30:.2f} GiB per GPU: {p.sources.get('memory_bytes', '')}")
     else:
         lines.append("no device memory capacity in this profile: every row fits")

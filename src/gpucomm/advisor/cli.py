@@ -37,7 +37,13 @@ Software keys, with their defaults: ``--dtype bf16`` (16-bit compute; fp32 on a 
 ``--weights fp32`` (autocast; use
 ``--weights bf16`` for 16-bit weights with an fp32 master, ZeRO's and Megatron's); ``--loss upcast``
 (``F.cross_entropy`` on fp32 logits; ``fused`` for a fused or chunked loss); ``--kernels fused`` (flash
-attention; ``unfused`` is Megatron-LM 2019's stack); ``--optimizer adam``.
+attention; ``unfused`` is Megatron-LM 2019's stack); ``--optimizer adam``; ``--software eager`` (the stack a
+measured compute profile prices: plain PyTorch; ``compiled`` needs a profile measured under torch.compile;
+``fused`` is Megatron-Core / Transformer Engine kernels, derived from an eager profile).
+
+Compute: from a profile measured by ``gpucomm measure`` where there is one — ``--compute-profile FILE`` (checked
+against ``--hardware``: a profile of another GPU is a usage error), else the one shipped for the H200 or derived
+from it for the H100 SXM — and from the datasheet otherwise, said in the answer ("compute not measured").
 
 Hardware: ``--list-hardware`` prints every profile and network with its figures and their public sources.
 ``--calibrate DIR...`` fits a profile from ``gpucomm bench`` and ``gpucomm train`` records (collectives as
@@ -96,6 +102,8 @@ class AdviseConfig:
     optimizer: str = "adam"
     loss: str = "upcast"
     kernels: str = "fused"
+    software: str = "eager"
+    compute_profile: str | None = None
     strategies: tuple[str, ...] | None = None
     top: int = 10
     scale: bool = False
@@ -154,6 +162,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     wl.add_argument("--optimizer", default="adam", help="adam (default) or sgd")
     wl.add_argument("--loss", default="upcast", help="cross-entropy: upcast (default, fp32 logits) or fused")
     wl.add_argument("--kernels", default="fused", help="fused (default: flash attention) or unfused")
+    wl.add_argument("--software", default="eager",
+                    help="eager (default: plain PyTorch), compiled or fused (Megatron/TE kernels, derived)")
+    hw.add_argument("--compute-profile", metavar="FILE",
+                    help="a compute profile measured by gpucomm measure on this GPU (default: the shipped one)")
     out = p.add_argument_group("output")
     out.add_argument("--strategies", help="named strategies to price, comma-separated: single, dp, replicated, "
                                           "ddp, zero1, zero2, zero3, fsdp")
@@ -176,7 +188,8 @@ def config_from_args(args: argparse.Namespace) -> AdviseConfig:
         if bad or not strategies:
             raise ValueError(f"--strategies {args.strategies!r}: expected a comma list of {', '.join(STRATEGIES)}")
     keys = ("hardware", "network", "profile", "save_profile", "gpus", "nodes", "model", "arch", "layout", "params",
-            "layers", "d_model", "global_batch", "seq_len", "dtype", "weights", "optimizer", "loss", "kernels", "top",
+            "layers", "d_model", "global_batch", "seq_len", "dtype", "weights", "optimizer", "loss", "kernels", "software",
+            "compute_profile", "top",
             "scale", "max_gpus", "json", "out")
     cfg = AdviseConfig(calibrate=list(args.calibrate), strategies=strategies, **{k: getattr(args, k) for k in keys})
     if not (cfg.hardware or cfg.profile or cfg.calibrate):

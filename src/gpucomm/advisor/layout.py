@@ -277,7 +277,7 @@ def parse_arch(text: str) -> models.Architecture:
     missing = [k for k in ("layers", "hidden", "heads") if k not in raw]
     if missing:
         raise LayoutError(f"--arch: missing {', '.join(missing)}; give at least layers=..,hidden=..,heads=..")
-    ints = {k: _int("--arch", k, v) for k, v in raw.items() if k not in ("ffn_kind", "tied")}
+    ints = {k: _int("--arch", k, v) for k, v in raw.items() if k not in ("ffn_kind", "tied", "dropout")}
     h = ints["hidden"]
     kind = raw.get("ffn_kind") or ("swiglu" if "ffn" in ints else "gelu-4h")
     if kind not in models.FFN_KINDS:

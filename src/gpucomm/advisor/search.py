@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from gpucomm.advisor import layout as lay
 from gpucomm.advisor import measured
+from gpucomm.advisor.compute import source_for
 from gpucomm.advisor.job import Job
 from gpucomm.advisor.layout import Layout
 from gpucomm.advisor.memory import MemoryTerms, memory
@@ -67,7 +68,8 @@ def simplicity(layout: Layout) -> tuple[int, ...]:
 
 
 def _memory(job: Job, layout: Layout) -> MemoryTerms:
-    return memory(job, layout)
+    margin = source_for(job).margin_bytes(job, layout)  # measured by a compute profile, else None: assumed
+    return memory(job, layout, None if margin is None else margin.value)
 
 
 def evaluate(job: Job, layout: Layout) -> Plan:

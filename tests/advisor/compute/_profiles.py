@@ -83,8 +83,9 @@ def synthetic(families=("gpt", "llama"), acs=("none", "selective", "op", "full")
                   for e in (EmbeddingShape(vocab=v, hidden=h, seq=1024, mb=m) for v in (50304, 128256)
                             for h in HIDDEN for m in (1, 4))]
     heads = [{**hs.key(), "seconds": HEAD * hs.flops()}
-             for hs in (HeadShape(family="gpt", vocab=50304, hidden=h, seq=1024, mb=m, loss=loss)
-                        for h in HIDDEN for m in (1, 4) for loss in ("upcast", "autocast"))]
+             for hs in (HeadShape(family=fam, vocab=50304, hidden=h, seq=1024, mb=m, loss=loss)
+                        for fam in ("gpt", "llama") for h in HIDDEN for m in (1, 4)
+                        for loss in ("upcast", "autocast"))]
     optimizers = [{**o.key(), "params": o.params(), "seconds": OPT * o.params()}
                   for o in (OptimizerShape(width=256, layers=1), OptimizerShape(width=2048, layers=4))]
     step_rows = []

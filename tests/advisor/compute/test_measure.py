@@ -58,3 +58,20 @@ def test_a_tiny_layer_measured_on_cuda_with_its_memory_and_clocks():
     assert 0 < lay["fwd_s"] < 0.1 and 0 < lay["bwd_s"] < 0.1
     step = p.points["step"][0]
     assert step["peak_reserved_bytes"] >= step["peak_allocated_bytes"] > 0
+
+
+def test_an_interrupt_keeps_what_was_measured_and_a_broken_point_is_named(monkeypatch):
+    def broken(ctx, shape, expected):
+        raise RuntimeError("no kernel for this shape\nsecond line")
+
+    def stop(ctx, shape, expected):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(measure._MEASURE, "head", broken)
+    monkeypatch.setitem(measure._MEASURE, "layer", stop)
+    said = []
+    p = measure.measure(_grid(), torch.device("cpu"), precision="fp32", progress=said.append)
+    assert p.points["attention"] and p.points["step"] and not p.points["layer"] and not p.points["head"]
+    assert p.device["interrupted"].startswith("after 5 of")
+    assert p.device["skipped"] == [f"head {_grid().heads[0].key()}: RuntimeError: no kernel for this shape"]
+    assert any("head point failed" in line for line in said)

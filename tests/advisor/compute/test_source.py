@@ -73,3 +73,46 @@ def test_a_users_profile_file_is_checked_against_the_hardware(tmp_path):
         source.check(_job("h200-nvswitch", compute_profile=str(path)))
     with pytest.raises(ProfileError, match="--software compiled"):
         source.check(_job("a100-nvlink3", compute_profile=str(path), software="compiled"))
+
+
+def _advise(argv, capsys):
+    from gpucomm import cli
+
+    rc = cli.main(["advise", "--gpus", "1", "--arch", "layers=4,hidden=2048,heads=16,ffn=6144,vocab=50304,seq=1024",
+                   "--layout", "tp=1,pp=1,cp=1,dp=1,shard=none,mb=4,ac=none", "--global-batch", "4", "--json", *argv])
+    return rc, capsys.readouterr()
+
+
+def test_advise_prices_from_a_compute_profile_file_and_says_where_it_was_measured(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "h200.json"
+    prof.save(synthetic(), path)
+    rc, got = _advise(["--hardware", "h200-nvswitch", "--compute-profile", str(path)], capsys)
+    assert rc == 0, got.err
+    data = json.loads(got.out)
+    assert any(a.startswith("compute measured on NVIDIA H200 at 700 W") for a in data["assumptions"])
+    assert any("reserved margin is measured" in a for a in data["assumptions"])
+    row = data["advice"][0]
+    assert row["memory_margin_bytes"] == pytest.approx(0.5 * 4 * 4096 * 50304, rel=1e-6)  # the synthetic margin
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--hardware", "a100-nvlink3"], "measured on 'NVIDIA H200', but --hardware a100-nvlink3 is A100"),
+    (["--hardware", "h200-nvswitch", "--software", "compiled"], "--software compiled: the compute profile"),
+    (["--hardware", "h200-nvswitch", "--software", "jit"], "--software 'jit': expected one of eager|compiled|fused"),
+])
+def test_advise_refuses_a_profile_it_cannot_use_in_one_line(tmp_path, capsys, extra, words):
+    path = tmp_path / "h200.json"
+    prof.save(synthetic(), path)
+    rc, got = _advise(["--compute-profile", str(path), *extra], capsys)
+    assert rc == 2 and got.out == ""
+    err = got.err.strip()
+    assert err.startswith("gpucomm advise: error: ") and words in err and "\n" not in err
+
+
+def test_advise_refuses_a_corrupt_profile(tmp_path, capsys):
+    path = tmp_path / "bad.json"
+    path.write_text('{"kind": "bench"}')
+    rc, got = _advise(["--hardware", "h200-nvswitch", "--compute-profile", str(path)], capsys)
+    assert rc == 2 and "not a compute profile" in got.err and got.out == ""

@@ -23,6 +23,7 @@ under ``torch.compile``).  ``fused`` (Megatron-Core / Transformer Engine kernels
 advise --software fused`` derives it from an eager profile.  ``--precision``: ``bf16`` (autocast over fp32
 weights; the default on CUDA) or ``fp32`` (the default on CPU).
 
+Interrupted (Ctrl-C, SIGTERM), it stops between points and saves what it measured, marked as interrupted.
 Exit status: 0 ok; 2 usage error (one line naming the flag: an unknown model, a bad ``--arch``, no CUDA device
 for ``--device cuda``, an ``--out`` that cannot be written); nothing is measured or written on a usage error.
 """
@@ -164,10 +165,18 @@ def run(args: argparse.Namespace) -> int:
     from gpucomm.env import collect_env
 
     env = collect_env(device.type, extra={"grid": grid_name, "software": args.software, "precision": precision})
+    import signal
     from dataclasses import asdict
 
-    prof = measure.measure(grid, device, software=args.software, precision=precision, grid_name=grid_name,
-                           env=asdict(env))
+    def _stop(signum, frame):  # timeout's SIGTERM: stop between points and save what was measured
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        prof = measure.measure(grid, device, software=args.software, precision=precision, grid_name=grid_name,
+                               env=asdict(env))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     profile.save(prof, args.out)
     counts = ", ".join(f"{len(v)} {k}" for k, v in prof.points.items() if v)
     print(f"gpucomm measure: wrote {args.out}: {prof.gpu} ({'CPU profile' if prof.cpu else 'GPU profile'}), "

@@ -231,6 +231,10 @@ class Datasheet:
     def optimizer_s(self, job: Job, params: float) -> Lookup:
         return Lookup(value=optimizer_s(job, params))
 
+    def margin_bytes(self, job: Job, layout: Layout) -> Lookup | None:
+        """Not measured: the planner's assumed margin applies."""
+        return None
+
     def assumptions(self, job: Job) -> list[str]:
         p = job.profile
         eff = job.efficiency or p.gemm_efficiency or GEMM_EFFICIENCY

@@ -15,7 +15,8 @@ On CPU there are no events: each phase is timed with the host clock (CPU work ru
 Gradients are set to None after each iteration (``zero_grad(set_to_none=True)``: the first micro-batch of a
 step).  Each point builds its own module and inputs and frees them (``torch.cuda.empty_cache()``) before the
 next, so that a step's peak reserved memory starts from an empty cache.  A point that runs out of memory is
-left out and named in the profile (``device["skipped"]``), not retried.
+left out and named in the profile (``device["skipped"]``), not retried; so is a point that fails otherwise
+(and the failure is printed).
 
 **The device** (``ComputeProfile.device``): its name and memory, NVML's power limit and maximum SM clock, the
 SM clock read at the end of a second of back-to-back 8192-wide GEMMs (the clock the power limit sustains), and
@@ -298,14 +299,23 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
     skipped: list[str] = []
     t0 = time.perf_counter()
     last = ""
-    for kind, shape in todo:
-        if kind != last:
-            say(f"measure: {kind} points ({sum(1 for k, _ in todo if k == kind)}), {time.perf_counter() - t0:.0f} s")
+    for i, (kind, shape) in enumerate(todo):
+        if kind != last and kind not in ("kernels", "attention") or i % 50 == 0:
+            say(f"measure: {i}/{len(todo)} points, {kind}, {time.perf_counter() - t0:.0f} s")
             last = kind
         try:
             got = _MEASURE[kind](ctx, shape, expected_s(kind, shape, Rates()))
         except torch.OutOfMemoryError:
             skipped.append(f"{kind} {shape.key()}: out of memory")
+            got = None
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM (gpucomm measure turns it into this): keep what was measured
+            info["interrupted"] = f"after {i} of {len(todo)} points"
+            say(f"measure: interrupted after {i} of {len(todo)} points; saving those")
+            break
+        except Exception as exc:  # one broken point must not lose the others: named in the profile, and said
+            line = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            skipped.append(f"{kind} {shape.key()}: {line}")
+            say(f"measure: {kind} point failed ({line}); left out")
             got = None
         finally:
             if device.type == "cuda":
@@ -315,7 +325,7 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
     if skipped:
         info["skipped"] = skipped
     info["measure_s"] = round(time.perf_counter() - t0, 1)
-    say(f"measure: done in {info['measure_s']:.0f} s" + (f"; {len(skipped)} points out of memory" if skipped else ""))
+    say(f"measure: done in {info['measure_s']:.0f} s" + (f"; {len(skipped)} points left out" if skipped else ""))
     return ComputeProfile(device=info, software=software, precision=precision, grid=grid_name, env=dict(env or {}),
                           points=points)
 

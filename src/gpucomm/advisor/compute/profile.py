@@ -380,7 +380,8 @@ class _Tables:
             if s.ac != "none":
                 continue
             af, ab = self._measured_attention(s)
-            rest = max(r["fwd_s"] + r["bwd_s"] - af - ab, 1e-9)
+            total = r["fwd_s"] + r["bwd_s"]
+            rest = max(total - af - ab, 0.1 * total)  # attention alone can run slower than inside the layer
             fwd_share = min(1.0, max(0.0, (r["fwd_s"] - af) / rest))
             by.setdefault(s.family, []).append(((s.tp, s.hidden, s.tokens), math.log(rest / s.gemm_flops()),
                                                 fwd_share))
@@ -469,16 +470,21 @@ class _Tables:
         return datasheet.EW_PASSES * stored * shape.hidden / shape.tp * shape.tokens / bw
 
     def head(self, h: HeadShape, notes: list[str]) -> tuple[float, float]:
-        """(compute-bound, memory-bound) seconds of the head and its loss."""
+        """(compute-bound, memory-bound) seconds of the head and its loss: seconds per FLOP over the vocabulary
+        on this GPU, hidden and tokens, from the points of the same loss and family (else the nearest measured)."""
         rows = [r for r in self.heads if r["loss"] == h.loss] or self.heads
         if not rows:
             raise self._missing("head and loss", "measure with gpucomm measure (every grid has head points)")
         if rows is self.heads and h.loss not in {r["loss"] for r in rows}:
             notes.append(f"head: loss {h.loss} not measured; timed as {rows[0]['loss']}")
-        pts = [((r["hidden"], r["seq"] * r["mb"]), math.log(r["seconds"] / HeadShape(
+        same = [r for r in rows if r["family"] == h.family]
+        if not same:
+            notes.append(f"head: no {h.family} head measured; timed as {rows[0]['family']}'s")
+        pts = [((r["vocab"], r["hidden"], r["seq"] * r["mb"]), math.log(r["seconds"] / HeadShape(
             family=r["family"], vocab=r["vocab"], hidden=r["hidden"], seq=r["seq"], mb=r["mb"]).flops()))
-            for r in rows]
-        v, n = nested(pts, [_ax("hidden"), _ax("tokens")], (h.hidden, h.tokens), f"head ({h.loss} loss)", _fmt)
+            for r in same or rows]
+        v, n = nested(pts, [_ax("vocab", "hold"), _ax("hidden"), _ax("tokens")], (h.vocab, h.hidden, h.tokens),
+                      f"head ({h.loss} loss)", _fmt)
         notes.extend(n)
         total = math.exp(v) * h.flops()
         memory = min(total, datasheet.LOSS_BYTES_PER_LOGIT * h.vocab * h.tokens / (self.copy_bw or 1e12))

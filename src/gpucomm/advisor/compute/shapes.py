@@ -263,7 +263,7 @@ def _layer(family: str, hidden: int, tp: int, tokens: int, ac: str = "none", hea
 _WIDTHS = {  # (family, tp) -> hidden sizes measured
     ("gpt", 1): (768, 1152, 1536, 2304, 3072, 4608, 6144), ("gpt", 2): (3072, 6144), ("gpt", 4): (6144, 12288),
     ("gpt", 8): (6144, 12288, 24576),
-    ("llama", 1): (1024, 1536, 2048, 3072, 4096, 6144, 8192), ("llama", 2): (4096, 8192),
+    ("llama", 1): (768, 1024, 1536, 2048, 3072, 4096, 6144, 8192), ("llama", 2): (4096, 8192),
     ("llama", 4): (8192, 16384),
     ("llama", 8): (4096, 8192, 16384),
 }
@@ -288,15 +288,20 @@ def default_grid() -> Grid:
                 layers += [_layer(family, h, tp, t, ac=ac) for ac in AC_MODES[1:]]
     attention = tuple(AttentionShape(head_dim=d, heads=rows, seq=s, mb=1)
                       for d in (64, 128) for s in (512, 1024, 2048, 4096, 8192) for rows in (8, 32, 128, 512))
+    vocabs = (("gpt", 50304), ("llama", 128256), ("llama", 32000))
     embeddings = tuple(EmbeddingShape(vocab=v // tp, hidden=h, seq=min(t, 4096), mb=max(1, t // 4096),
                                       positions=fam == "gpt")
-                       for fam, v in _VOCAB.items() for tp in (1, 8) for h in (_WIDTHS[(fam, tp)][0],
-                                                                                 _WIDTHS[(fam, tp)][-1])
-                       for t in (1024, 8192, 65536))
+                       for fam, v in vocabs for tp in (1, 8) if v > 32000 or tp == 1
+                       for h in (_WIDTHS[(fam, tp)][0], _WIDTHS[(fam, tp)][-1]) for t in (1024, 8192, 65536))
     heads = []
-    for fam, v in _VOCAB.items():
+    for fam, v in vocabs:
         for tp in (1, 8):
-            for h in (_WIDTHS[(fam, tp)][0], _WIDTHS[(fam, tp)][-1]):
+            widths = _WIDTHS[(fam, tp)]
+            if tp == 8:
+                widths = (widths[0], widths[-1]) if v > 32000 else ()
+            elif v == 32000:
+                widths = (768, 1536, 3072, 6144)
+            for h in widths:
                 for t in (1024, 4096, 16384, 65536):
                     if t * v // tp * 14 > 48e9 or 6.0 * t * h * v / tp > 2.4e14:
                         continue  # logits, fp32 copy, log-softmax and gradient; or over 0.4 s
@@ -306,7 +311,7 @@ def default_grid() -> Grid:
                   OptimizerShape(width=2048, layers=24), OptimizerShape(width=4096, layers=24),
                   OptimizerShape(width=8192, layers=6))
     steps = tuple(StepShape(layer=_layer(fam, h, 1, t, ac=ac), vocab=_VOCAB[fam])
-                  for fam in FAMILIES for h in _WIDTHS[(fam, 1)][0:5:2] for t in (4096, 16384)
+                  for fam in FAMILIES for h in _WIDTHS[(fam, 1)][0:6:2] for t in (4096, 16384)
                   for ac in (("none", "full") if t == 16384 else ("none",)))
     return Grid(layers=tuple(layers), attention=attention, embeddings=embeddings, heads=tuple(heads),
                 optimizers=optimizers, steps=steps)
@@ -435,14 +440,21 @@ def expected_s(kind: str, shape, rates: Rates | None = None) -> float:
 
 
 def work(grid: Grid) -> list[tuple[str, object]]:
-    """Every point ``gpucomm measure`` times for ``grid``, in order: each layer, each ``ac=none`` layer's
-    matmuls alone, attention (the grid's and each layer's own), embedding, head, optimizer, steps."""
-    out: list[tuple[str, object]] = [("layer", s) for s in grid.layers]
-    out += [("kernels", s) for s in grid.layers if s.ac == "none"]
-    attention = dict.fromkeys([*grid.attention, *(s.attention() for s in grid.layers if s.ac == "none")])
-    out += [("attention", a) for a in attention]
+    """Every point ``gpucomm measure`` times for ``grid``, cheapest and most used first (an interrupted run keeps
+    them): attention, embedding, head, optimizer, whole steps; then, tp by tp from 1, each layer with its own
+    attention and, at ``ac=none``, its matmuls alone."""
+    out: list[tuple[str, object]] = [("attention", a) for a in grid.attention]
     out += [("embedding", e) for e in grid.embeddings] + [("head", h) for h in grid.heads]
     out += [("optimizer", o) for o in grid.optimizers] + [("step", st) for st in grid.steps]
+    seen = set(grid.attention)
+    for tp in sorted({s.tp for s in grid.layers}):
+        for s in (la for la in grid.layers if la.tp == tp):
+            out.append(("layer", s))
+            if s.ac == "none":
+                out.append(("kernels", s))
+                if s.attention() not in seen:
+                    seen.add(s.attention())
+                    out.append(("attention", s.attention()))
     return out
 
 

@@ -1,0 +1,413 @@
+"""Check ``gpucomm advise`` against real training steps on one GPU: measured and predicted, side by side.
+
+Trains ten models in the loop a user writes — their own GPT-2-style and Llama-style decoders written plainly
+below (nanoGPT's ``Block``; Meta's Llama ``TransformerBlock`` with RMSNorm, rotary embeddings, ``repeat_kv``
+and SwiGLU), fp32 weights under bf16 autocast, ``F.scaled_dot_product_attention``, fused AdamW,
+``loss.backward()``, ``opt.step()``, ``opt.zero_grad(set_to_none=True)`` — 150 M to 2.9 B parameters,
+sequences of 1,024 to 8,192 tokens, micro-batches 1 to 16, activation checkpointing none, full (every block
+under ``torch.utils.checkpoint``) and op (torchtitan's per-op policy), the loss on fp32-upcast logits
+(``F.cross_entropy(logits.float(), y)``) or on the bf16 logits under autocast.
+
+Per case: warm-up steps, then timed steps with a CUDA event at the end of each (the host running ahead, as in
+``gpucomm train``), the median interval; ``torch.cuda.max_memory_allocated`` and ``max_memory_reserved`` from a
+reset after the model and optimizer are built (the first step creates Adam's states); memory freed between
+cases.  The prediction comes through the advisor's CLI contract, one call per case::
+
+    gpucomm advise --gpus 1 --hardware h200-nvswitch --arch layers=..,hidden=..,heads=..,kv_heads=..,ffn=..,
+        ffn_kind=..,vocab=..,seq=..,tied=..,dropout=0 --layout tp=1,pp=1,cp=1,dp=1,shard=none,mb=..,ac=..
+        --global-batch MB --loss upcast --json
+
+(``step_time_s``, ``memory_allocated_bytes``, ``memory_reserved_bytes`` of its first row).  The shapes are
+chosen off the compute profile's grid (hidden sizes it does not measure, head dims 64/80/128, token counts that
+are not powers of two), since the advisor is checked on shapes it has not seen.
+
+Targets (issue 16, uncalibrated H200 profile): step time median |error| <= 5% and every case <= 10%; peak
+reserved memory every case within 10%.  ``--check`` exits 1 when one is missed.
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/advisor_single_gpu.py --out benchmarks/results/advisor-single-gpu_h200x1_DATE.txt
+    python benchmarks/advisor_single_gpu.py --cpu-smoke        # two toy models on CPU: the plumbing, not the numbers
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import gc
+import io
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "src") not in sys.path:
+    sys.path.insert(0, str(ROOT / "src"))  # run from the tree, as the GPU machine does (PYTHONPATH=src)
+GiB = 2**30
+
+
+# --- the user's models, written plainly -----------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    name: str
+    family: str  # "gpt" | "llama"
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    vocab: int
+    seq: int
+    mb: int
+    ac: str = "none"
+    upcast: bool = True
+
+    def arch(self) -> str:
+        kind = "gelu-4h" if self.family == "gpt" else "swiglu"
+        return (f"layers={self.layers},hidden={self.hidden},heads={self.heads},kv_heads={self.kv_heads},"
+                f"ffn={self.ffn},ffn_kind={kind},vocab={self.vocab},seq={self.seq},"
+                f"tied={1 if self.family == 'gpt' else 0},dropout=0")
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, c: Case):
+        super().__init__()
+        self.n_head, self.d = c.heads, c.hidden // c.heads
+        self.c_attn = nn.Linear(c.hidden, 3 * c.hidden)
+        self.c_proj = nn.Linear(c.hidden, c.hidden)
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, self.d).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, c: Case):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(c.hidden), nn.LayerNorm(c.hidden)
+        self.attn = CausalSelfAttention(c)
+        self.c_fc, self.c_proj = nn.Linear(c.hidden, c.ffn), nn.Linear(c.ffn, c.hidden)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x))))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps, self.weight = eps, nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).type_as(x) * self.weight
+
+
+def precompute_freqs_cis(dim: int, end: int, theta: float = 500000.0):
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: dim // 2].float() / dim))
+    return torch.polar(torch.ones(end, dim // 2), torch.outer(torch.arange(end).float(), freqs))
+
+
+def apply_rotary_emb(x, freqs_cis):
+    xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(xc * freqs_cis[None, :, None, :]).flatten(3).type_as(x)
+
+
+def repeat_kv(x, n_rep: int):
+    if n_rep == 1:
+        return x
+    bs, slen, n_kv, d = x.shape
+    return x[:, :, :, None, :].expand(bs, slen, n_kv, n_rep, d).reshape(bs, slen, n_kv * n_rep, d)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, c: Case):
+        super().__init__()
+        self.n_heads, self.n_kv, self.d = c.heads, c.kv_heads, c.hidden // c.heads
+        self.wq = nn.Linear(c.hidden, c.heads * self.d, bias=False)
+        self.wk = nn.Linear(c.hidden, c.kv_heads * self.d, bias=False)
+        self.wv = nn.Linear(c.hidden, c.kv_heads * self.d, bias=False)
+        self.wo = nn.Linear(c.heads * self.d, c.hidden, bias=False)
+        self.w1 = nn.Linear(c.hidden, c.ffn, bias=False)
+        self.w2 = nn.Linear(c.ffn, c.hidden, bias=False)
+        self.w3 = nn.Linear(c.hidden, c.ffn, bias=False)
+        self.attention_norm, self.ffn_norm = RMSNorm(c.hidden), RMSNorm(c.hidden)
+
+    def forward(self, x, freqs_cis):
+        B, T, _ = x.shape
+        h = self.attention_norm(x)
+        q = apply_rotary_emb(self.wq(h).view(B, T, self.n_heads, self.d), freqs_cis)
+        k = apply_rotary_emb(self.wk(h).view(B, T, self.n_kv, self.d), freqs_cis)
+        v = self.wv(h).view(B, T, self.n_kv, self.d)
+        k, v = repeat_kv(k, self.n_heads // self.n_kv), repeat_kv(v, self.n_heads // self.n_kv)
+        y = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        x = x + self.wo(y.transpose(1, 2).reshape(B, T, -1))
+        h = self.ffn_norm(x)
+        return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+
+def op_policy():
+    """torchtitan's per-op selective activation checkpointing: keep SDPA's outputs and every other matmul's."""
+    count = {"forward": 0, "recompute": 0}
+
+    def policy(ctx, func, *args, **kwargs):
+        mode = "recompute" if ctx.is_recompute else "forward"
+        name = func._overloadpacket.__name__
+        if name in ("mm", "addmm"):
+            count[mode] += 1
+            return CheckpointPolicy.MUST_SAVE if count[mode] % 2 else CheckpointPolicy.PREFER_RECOMPUTE
+        return CheckpointPolicy.MUST_SAVE if "scaled_dot_product" in name else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return create_selective_checkpoint_contexts(policy)
+
+
+class Model(nn.Module):
+    def __init__(self, c: Case):
+        super().__init__()
+        self.c = c
+        self.tok = nn.Embedding(c.vocab, c.hidden)
+        self.pos = nn.Embedding(c.seq, c.hidden) if c.family == "gpt" else None
+        self.blocks = nn.ModuleList((GPTBlock if c.family == "gpt" else LlamaBlock)(c) for _ in range(c.layers))
+        self.norm = nn.LayerNorm(c.hidden) if c.family == "gpt" else RMSNorm(c.hidden)
+        self.head = nn.Linear(c.hidden, c.vocab, bias=False)
+        if c.family == "gpt":
+            self.head.weight = self.tok.weight
+        else:
+            self.register_buffer("freqs_cis", precompute_freqs_cis(c.hidden // c.heads, c.seq), persistent=False)
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                nn.init.normal_(p, 0.0, 0.02)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+
+    def forward(self, idx):
+        x = self.tok(idx)
+        if self.pos is not None:
+            x = x + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        extra = () if self.pos is not None else (self.freqs_cis,)
+        for block in self.blocks:
+            if self.c.ac == "full":
+                x = checkpoint(block, x, *extra, use_reentrant=False)
+            elif self.c.ac == "op":
+                x = checkpoint(block, x, *extra, use_reentrant=False, context_fn=op_policy)
+            else:
+                x = block(x, *extra)
+        return self.head(self.norm(x))
+
+
+# --- the cases ---------------------------------------------------------------------------------------------------
+
+CASES = (
+    Case(name="gpt-350m", family="gpt", layers=24, hidden=1024, heads=16, kv_heads=16, ffn=4096, vocab=50304,
+         seq=1024, mb=16),
+    Case(name="gpt-774m", family="gpt", layers=36, hidden=1280, heads=20, kv_heads=20, ffn=5120, vocab=50304,
+         seq=1024, mb=12, upcast=False),
+    Case(name="gpt-1.5b", family="gpt", layers=48, hidden=1600, heads=25, kv_heads=25, ffn=6400, vocab=50304,
+         seq=2048, mb=4, ac="full"),
+    Case(name="gpt-2.7b", family="gpt", layers=32, hidden=2560, heads=32, kv_heads=32, ffn=10240, vocab=50304,
+         seq=2048, mb=3, ac="op"),
+    Case(name="gpt-150m-8k", family="gpt", layers=8, hidden=1024, heads=16, kv_heads=16, ffn=4096, vocab=50304,
+         seq=8192, mb=1),
+    Case(name="gpt-1.3b", family="gpt", layers=24, hidden=2048, heads=16, kv_heads=16, ffn=8192, vocab=50304,
+         seq=4096, mb=1, ac="op"),
+    Case(name="llama-1.3b", family="llama", layers=24, hidden=1792, heads=14, kv_heads=2, ffn=4864, vocab=128256,
+         seq=4096, mb=3, ac="op"),
+    Case(name="llama-2.9b", family="llama", layers=32, hidden=2560, heads=20, kv_heads=4, ffn=6912, vocab=128256,
+         seq=4096, mb=2, ac="full"),
+    Case(name="llama-500m-8k", family="llama", layers=16, hidden=1280, heads=10, kv_heads=10, ffn=3456,
+         vocab=32000, seq=8192, mb=1, upcast=False),
+    Case(name="llama-160m", family="llama", layers=12, hidden=896, heads=14, kv_heads=2, ffn=2432, vocab=32000,
+         seq=1024, mb=16),
+)
+"""Off the profile's grid: its layers are GPT 768-6144 wide (768, 1152, 1536, 2304, ...) with 4h MLPs and Llama
+768-8192 (768, 1024, 1536, 2048, ...) with 3.5h MLPs and a quarter of the heads as KV heads, head dims 64/128,
+token counts powers of two; no case here has one of those layers."""
+
+SMOKE = (
+    Case(name="gpt-toy", family="gpt", layers=2, hidden=64, heads=4, kv_heads=4, ffn=256, vocab=256, seq=32, mb=2),
+    Case(name="llama-toy", family="llama", layers=2, hidden=64, heads=4, kv_heads=2, ffn=160, vocab=256, seq=32,
+         mb=2, ac="op", upcast=False),
+)
+WARMUP, TIMED = 3, 10
+
+
+@dataclass
+class Measured:
+    step_s: float
+    allocated: int
+    reserved: int
+    params: int
+
+
+def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured:
+    """Train ``c`` for ``warmup + timed`` steps (module docstring)."""
+    torch.manual_seed(0)
+    cuda = device.type == "cuda"
+    model = Model(c).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    data = [torch.randint(0, c.vocab, (c.mb, c.seq + 1), device=device) for _ in range(2)]
+    amp = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda)
+    if cuda:
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+    ends, host = [], []
+    for step in range(warmup + timed):
+        if step <= warmup and cuda:
+            torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        batch = data[step % 2]
+        x, y = batch[:, :-1], batch[:, 1:]
+        with amp:
+            logits = model(x)
+            if c.upcast:
+                loss = F.cross_entropy(logits.float().view(-1, c.vocab), y.reshape(-1))
+            else:
+                loss = F.cross_entropy(logits.view(-1, c.vocab), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        del logits, loss
+        if cuda:
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record()
+            ends.append(ev)
+        host.append(time.perf_counter() - t0)
+    if cuda:
+        torch.cuda.synchronize(device)
+        times = [ends[i - 1].elapsed_time(ends[i]) * 1e-3 for i in range(warmup + 1, warmup + timed)]
+        alloc, resv = torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)
+    else:
+        times, alloc, resv = host[warmup:], 0, 0
+    params = sum(p.numel() for p in model.parameters())
+    del model, opt, data
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    return Measured(step_s=statistics.median(times), allocated=int(alloc), reserved=int(resv), params=params)
+
+
+def predict(c: Case, hardware: str) -> dict:
+    """The advisor's first row for ``c``, through ``gpucomm advise ... --json`` (in this process)."""
+    from gpucomm import cli
+
+    argv = ["advise", "--gpus", "1", "--hardware", hardware, "--arch", c.arch(), "--layout",
+            f"tp=1,pp=1,cp=1,dp=1,shard=none,mb={c.mb},ac={c.ac}", "--global-batch", str(c.mb), "--loss", "upcast",
+            "--json"]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(argv)
+    if rc != 0:
+        raise RuntimeError(f"gpucomm {' '.join(argv)} -> exit {rc}: {err.getvalue().strip()}")
+    data = json.loads(out.getvalue())
+    row = data["advice"][0]
+    row["_assumptions"] = data.get("assumptions", [])
+    return row
+
+
+def _err(pred: float, meas: float) -> float:
+    return pred / meas - 1 if meas > 0 else float("nan")
+
+
+def _pct(e: float) -> str:
+    return "—" if e != e else f"{e:+.1%}"
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.2f} B" if n >= 1e8 else f"{n / 1e6:.1f} M"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cpu-smoke", action="store_true", help="two toy models on CPU (the plumbing, not the numbers)")
+    ap.add_argument("--hardware", default="h200-nvswitch", help="the --hardware the advisor predicts for")
+    ap.add_argument("--only", nargs="+", help="case names to run")
+    ap.add_argument("--out", help="also write the report to this file")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = ap.parse_args(argv)
+    cuda = torch.cuda.is_available() and not args.cpu_smoke
+    if not cuda and not args.cpu_smoke:
+        print("advisor_single_gpu: error: no CUDA device; pass --cpu-smoke to run the toy cases on CPU",
+              file=sys.stderr)
+        return 2
+    device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
+    cases = SMOKE if args.cpu_smoke else CASES
+    if args.only:
+        unknown = sorted(set(args.only) - {c.name for c in cases})
+        if unknown:
+            print(f"advisor_single_gpu: error: --only {' '.join(unknown)}: no such case; expected some of "
+                  f"{', '.join(c.name for c in cases)}", file=sys.stderr)
+            return 2
+        cases = tuple(c for c in cases if c.name in args.only)
+    warmup, timed = (1, 2) if args.cpu_smoke else (WARMUP, TIMED)
+    lines: list[str] = []
+
+    def say(line: str = "") -> None:
+        lines.append(line)
+        print(line, flush=True)
+
+    gpu = torch.cuda.get_device_name(device) if cuda else "cpu"
+    say("# gpucomm advise vs real training steps on one GPU")
+    say()
+    say(f"command: python benchmarks/advisor_single_gpu.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    say(f"date: {_dt.date.today().isoformat()}; device: {gpu}; torch {torch.__version__}"
+        f"{', CUDA ' + str(torch.version.cuda) if cuda else ''}; predicted for --hardware {args.hardware}")
+    clock = "the intervals between CUDA events at each step's end" if cuda else "the host clock per step (CPU)"
+    say(f"loop: fp32 weights, {'bf16 autocast, ' if cuda else 'fp32 (CPU), '}SDPA, fused AdamW, {warmup} warm-up + "
+        f"{timed} timed steps, median of {clock}")
+    if args.cpu_smoke:
+        say("CPU SMOKE: toy models on CPU against an H200 prediction; the errors below mean nothing")
+    say()
+    say("| case | params | seq x mb | ac | loss | step measured | predicted | error | allocated meas / pred | "
+        "error | reserved meas / pred | error |")
+    say("|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    rows, t0, notes = [], time.perf_counter(), []
+    for c in cases:
+        m = run_case(c, device, warmup, timed)
+        p = predict(c, args.hardware)
+        et, ea, er = (_err(p["step_time_s"], m.step_s), _err(p["memory_allocated_bytes"], m.allocated),
+                      _err(p["memory_reserved_bytes"], m.reserved))
+        rows.append((c, m, p, et, ea, er))
+        notes.extend(a for a in p["_assumptions"] if a not in notes)
+        say(f"| {c.name} | {_size(m.params)} | {c.seq} x {c.mb} | {c.ac} | {'upcast' if c.upcast else 'autocast'}"
+            f" | {m.step_s * 1e3:,.1f} ms | {p['step_time_s'] * 1e3:,.1f} ms | {_pct(et)} | "
+            f"{m.allocated / GiB:.1f} / {p['memory_allocated_bytes'] / GiB:.1f} GiB | {_pct(ea)} | "
+            f"{m.reserved / GiB:.1f} / {p['memory_reserved_bytes'] / GiB:.1f} GiB | {_pct(er)} |")
+    wall = time.perf_counter() - t0
+    say()
+    ts = [abs(r[3]) for r in rows]
+    rs = [abs(r[5]) for r in rows if r[1].reserved > 0]
+    med = statistics.median(ts)
+    ok_t = med <= 0.05 and max(ts) <= 0.10
+    ok_m = bool(rs) and max(rs) <= 0.10
+    say(f"step time: median |error| {med:.1%} (target <= 5%), worst {max(ts):.1%} (target every case <= 10%): "
+        f"{'MET' if ok_t else 'MISSED'}")
+    if rs:
+        say(f"peak reserved memory: worst |error| {max(rs):.1%}, median {statistics.median(rs):.1%} "
+            f"(target every case within 10%): {'MET' if ok_m else 'MISSED'}")
+        say(f"peak allocated memory: median |error| {statistics.median(abs(r[4]) for r in rows):.1%}, worst "
+            f"{max(abs(r[4]) for r in rows):.1%}")
+    say(f"wall time of the cases: {wall:.0f} s")
+    say()
+    say("the advisor's assumptions, as it printed them:")
+    for a in notes:
+        say(f"- {a}")
+    if args.out:
+        Path(args.out).write_text("\n".join(lines) + "\n")
+    return 1 if args.check and not (ok_t and ok_m) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

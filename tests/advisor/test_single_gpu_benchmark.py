@@ -1,0 +1,63 @@
+"""benchmarks/advisor_single_gpu.py: the user's loop and the advisor's CLI contract, on CPU at toy shapes."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+_ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("advisor_single_gpu", _ROOT / "benchmarks" / "advisor_single_gpu.py")
+bench = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = bench  # its dataclasses look their module up
+_spec.loader.exec_module(bench)
+
+
+@pytest.fixture(autouse=True)
+def _inductor_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))  # per-op checkpointing sets it
+
+
+def test_cpu_smoke_trains_both_families_and_prints_measured_beside_predicted(tmp_path, capsys):
+    out = tmp_path / "r.txt"
+    assert bench.main(["--cpu-smoke", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text == capsys.readouterr().out
+    assert "command: python benchmarks/advisor_single_gpu.py --cpu-smoke" in text and "CPU SMOKE" in text
+    for name in ("gpt-toy", "llama-toy"):
+        row = next(line for line in text.splitlines() if line.startswith(f"| {name} |"))
+        assert row.count("|") == 13 and " ms | " in row
+    assert "step time: median |error|" in text and "the advisor's assumptions" in text
+
+
+def test_the_cases_span_what_the_issue_asks_and_stay_off_the_profile_grid():
+    from gpucomm.advisor.compute import shapes
+
+    cases = bench.CASES
+    assert len(cases) >= 8 and {c.family for c in cases} == {"gpt", "llama"}
+    assert {c.ac for c in cases} == {"none", "full", "op"} and {c.upcast for c in cases} == {True, False}
+    assert min(c.seq for c in cases) == 1024 and max(c.seq for c in cases) == 8192
+    assert min(c.mb for c in cases) == 1 and max(c.mb for c in cases) == 16
+    grid = {(s.family, s.hidden, s.heads, s.kv_heads, s.ffn) for s in shapes.default_grid().layers}
+    assert not any((c.family, c.hidden, c.heads, c.kv_heads, c.ffn) in grid for c in cases)
+    sizes = []
+    for c in cases:
+        with torch.device("meta"):
+            sizes.append(sum(p.numel() for p in bench.Model(c).parameters()))
+    assert 1e8 <= min(sizes) and max(sizes) <= 3e9
+
+
+def test_a_checkpointed_model_gives_the_plain_models_gradients():
+    c = bench.SMOKE[1]
+    torch.manual_seed(0)
+    plain = bench.Model(bench.Case(**{**c.__dict__, "ac": "none"}))
+    ckpt = bench.Model(c)
+    ckpt.load_state_dict(plain.state_dict())
+    idx = torch.randint(0, c.vocab, (2, c.seq))
+    for m in (plain, ckpt):
+        m(idx).float().square().mean().backward()
+    for a, b in zip(plain.parameters(), ckpt.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad)
