@@ -15,14 +15,24 @@ pinned beforehand, as ``DataLoader(pin_memory=True)`` gives them), written as a 
 * ``eager``: ``loss = model.loss(F, model(x), y); loss.backward(); model.optimizer.step(); ...zero_grad()``
   with ``model = ReplicatedDataParallel(net, devices, torch.optim.AdamW, lr=..., fused=True)``;
 * ``graphs``: ``loss = model.train_step(x, y, loss_fn=F)`` with ``graphs=True`` (``capturable=True``);
-* ``dp``: ``nn.DataParallel(net, device_ids)`` with the batch moved to the first device, autocast inside the
-  model's forward (DataParallel's threads do not inherit the caller's bf16, as PyTorch's AMP notes say), one
-  AdamW on the first device.
+* ``dp``: ``loss = F(model(x), y)`` with ``model = nn.DataParallel(net, device_ids)``, the batch moved to the
+  first device, autocast inside the model's forward (DataParallel's threads do not inherit the caller's bf16,
+  as PyTorch's AMP notes say), one AdamW on the first device.
+
+Every side computes its loss straight from the forward's result, so no side holds its outputs across
+``backward()`` (a GPT-124M's bf16 logits, 16 x 1024 x 50304, are 1.5 GiB: a loop that keeps ``out = model(x)``
+alive through backward peaks that much higher, whatever the wrapper; the first H200 run wrote the eager and dp
+loops so and charged it to them).
 
 **Part 1, one device** (``[cuda:0]``): plain, eager, graphs and dp, interleaved — one block per side per
 round, the side order rotated each round, each side built afresh in its block and freed after it.  Step time
 is the window mean (host clock between two synchronizes over the timed steps, the same for every side);
-peak memory is ``torch.cuda.max_memory_allocated`` from before the side is built to the end of its block.
+peak memory is the block's own: ``torch.cuda.max_memory_allocated`` from before the side is built to the end
+of its block, less what was allocated when the block began.  Before each block everything the previous one
+made is freed, cuBLAS's per-stream workspaces included (``torch._C._cuda_clearCublasWorkspaces``): cuBLAS keeps
+one for every stream it has run on until told, and the first H200 run, which did not clear them, carried the
+graphs blocks' capture streams' workspaces (0.127 GiB each) into every later block — the peaks that grew round
+by round (plain 14.51, 14.77, 14.89 GiB).
 Targets: eager <= 1.02x plain's step time and <= 1.03x its peak memory (the ratio of each round, median
 over rounds).
 
@@ -37,7 +47,8 @@ replica-step (per step / n), the median over the timed steps of three clocks, cy
   launches, each replica's graph replay; DataParallel's scatter, replicate, parallel_apply and gather) and
   the time spent in those synchronisations subtracted: each phase starts from an empty launch queue, as
   each replica's launches would on a GPU of its own, and what remains is Python and launching, every
-  launch and all-reduce included (the method of ``benchmarks/train_graphs.py``);
+  launch and all-reduce included (the method of ``benchmarks/train_graphs.py``); each block's line under the
+  table splits it by phase (exclusive of nested phases; "outside" is the step's host time in no phase);
 * **GPU** — CUDA events around the step, queued behind a sleep kernel that outlasts the host's enqueue time,
   so that the device never waits for the host.
 
@@ -152,11 +163,8 @@ class Loop:
                 return self.model.train_step(x, y, loss_fn=self.loss_fn)
         if side == "eager":
             self.model.host_phase = phase
-            with self.autocast:
-                with phase("forward"):
-                    out = self.model(x)
-                with phase("loss"):
-                    loss = self.model.loss(self.loss_fn, out, y)
+            with phase("forward"), self.autocast:
+                loss = self.model.loss(self.loss_fn, self.model(x), y)
             opt = self.model.optimizer
         elif side == "plain":
             with phase("forward"):
@@ -167,9 +175,8 @@ class Loop:
         else:  # dp: the batch to the first device, DataParallel scatters it from there
             self.phase = phase
             x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
-            out = self.model(x)
-            with phase("loss"), self.autocast:
-                loss = self.loss_fn(out, y)
+            with self.autocast:  # the loss, after DataParallel's own phases (scatter ... gather)
+                loss = self.loss_fn(self.model(x), y)
             opt = self.opt
         with phase("backward"):
             loss.backward()
@@ -205,24 +212,39 @@ class Clock(SleepClock):
         self.sync()
         return host, loss
 
-    def launch(self, loop: Loop, x: Any, y: Any) -> tuple[float, Any]:
-        """The step's host time with the device synchronised before every host phase, minus those syncs."""
+    def launch(self, loop: Loop, x: Any, y: Any) -> tuple[float, dict[str, float], Any]:
+        """The step's host time with the device synchronised before every host phase, minus those syncs; and
+        that time by phase (ms, each phase exclusive of the phases nested in it; "outside": in none)."""
         self.sync()
         waited = 0.0
+        phases: dict[str, float] = {}
+        open_: list[list] = []  # [name, resumed at]: the phases entered and not left, innermost last
 
         @contextlib.contextmanager
         def from_idle(name: str) -> Iterator[None]:
             nonlocal waited
             t = time.perf_counter()
+            if open_:
+                phases[open_[-1][0]] = phases.get(open_[-1][0], 0.0) + t - open_[-1][1]
             self.sync()
-            waited += time.perf_counter() - t
-            yield
+            start = time.perf_counter()
+            waited += start - t
+            open_.append([name, start])
+            try:
+                yield
+            finally:
+                end = time.perf_counter()
+                phases[name] = phases.get(name, 0.0) + end - open_.pop()[1]
+                if open_:
+                    open_[-1][1] = end
 
         t0 = time.perf_counter()
         loss = loop.step(x, y, from_idle)
         launch = (time.perf_counter() - t0 - waited) * 1e3
         self.sync()
-        return launch, loss
+        by_phase = {k: v * 1e3 for k, v in phases.items()}
+        by_phase["outside"] = launch - sum(by_phase.values())
+        return launch, by_phase, loss
 
     def gpu(self, loop: Loop, x: Any, y: Any, host_ms: float) -> tuple[float | None, Any]:
         if not self.cuda:
@@ -231,11 +253,18 @@ class Clock(SleepClock):
 
 
 # ----- the two parts -------------------------------------------------------------------------------------
-def _fresh(cuda: bool) -> None:
+def _fresh(cuda: bool) -> int:
+    """Free what earlier blocks made (cuBLAS's per-stream workspaces too: module notes), reset the peak, and
+    return the bytes still allocated (the block's baseline)."""
     gc.collect()
-    if cuda:
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
+    if not cuda:
+        return 0
+    torch.cuda.synchronize()
+    if hasattr(torch._C, "_cuda_clearCublasWorkspaces"):
+        torch._C._cuda_clearCublasWorkspaces()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    return torch.cuda.memory_allocated()
 
 
 def _rotated(sides: list[str], rnd: int) -> list[str]:
@@ -256,7 +285,7 @@ def _one_device(args, net, batches, loss_fn, clock: Clock, emit) -> dict[str, li
     for rnd in range(args.rounds):
         reference = None
         for side in _rotated(sides, rnd):
-            _fresh(cuda)
+            baseline = _fresh(cuda)
             try:
                 loop = Loop(side, copy.deepcopy(net), [device], loss_fn, cuda)
                 losses = [loop.step(x, y) for x, y in batches[:args.warmup]]
@@ -268,7 +297,7 @@ def _one_device(args, net, batches, loss_fn, clock: Clock, emit) -> dict[str, li
             except (GraphCaptureError, torch.cuda.OutOfMemoryError) as exc:
                 emit(f"{rnd:>5} {side:<7} failed: {str(exc).splitlines()[0]}")
                 continue
-            peak = torch.cuda.max_memory_allocated() if cuda else None
+            peak = torch.cuda.max_memory_allocated() - baseline if cuda else None
             values = [float(v) for v in losses]
             del loop, losses
             block = {"round": rnd, "mean_ms": mean, "peak_bytes": peak, "losses": values}
@@ -295,15 +324,16 @@ def _repeated(args, net, batches, loss_fn, clock: Clock, emit) -> dict[str, list
             try:
                 loop = Loop(side, copy.deepcopy(net), [device] * n, loss_fn, cuda)
                 losses = [loop.step(x, y) for x, y in batches[:args.warmup]]
-                host, launch, gpu = [], [], []
+                host, launch, gpu, phases = [], [], [], []
                 for i, (x, y) in enumerate(batches[args.warmup:]):
-                    kind = i % 3 if cuda else 0
+                    kind = i % 3 if cuda else i % 2  # CPU: host and launch (no GPU clock)
                     if kind == 0:
                         t, loss = clock.host(loop, x, y)
                         host.append(t / n)
                     elif kind == 1:
-                        t, loss = clock.launch(loop, x, y)
+                        t, by_phase, loss = clock.launch(loop, x, y)
                         launch.append(t / n)
+                        phases.append({k: v / n for k, v in by_phase.items()})
                     else:
                         t, loss = clock.gpu(loop, x, y, statistics.median(host) * n if host else 50.0)
                         gpu.append(t / n)
@@ -315,13 +345,19 @@ def _repeated(args, net, batches, loss_fn, clock: Clock, emit) -> dict[str, list
             del loop, losses
             med = {k: statistics.median(v) if v else None for k, v in (("host", host), ("launch", launch),
                                                                         ("gpu", gpu))}
-            block = {"round": rnd, **{f"{k}_ms": v for k, v in med.items()}, "losses": values}
+            block = {"round": rnd, **{f"{k}_ms": v for k, v in med.items()}, "losses": values,
+                     "phases": {k: statistics.median(p.get(k, 0.0) for p in phases)
+                                for k in dict.fromkeys(k for p in phases for k in p)}}
             blocks[side].append(block)
             ratio = med["launch"] / med["gpu"] if med["launch"] and med["gpu"] else None
             ref = next((b for b in blocks.get("dp", []) if b["round"] == rnd), None)
             rel = _max_rel(values, ref["losses"]) if ref and side != "dp" else None
             emit(f"{rnd:>5} {side:<7} {_ms(med['host'])} {_ms(med['launch'])} {_ms(med['gpu'])} "
                  f"{_fmt(ratio, '.4f'):>10} {_fmt(rel, '.2e'):>9}")
+    for side, bs in blocks.items():
+        for b in bs:
+            emit(f"# round {b['round']} {side}: launch ms per replica-step by phase (medians): "
+                 + ", ".join(f"{k} {v:.3f}" for k, v in b["phases"].items()))
     _compare_losses(blocks, "dp")
     return blocks
 
@@ -430,7 +466,8 @@ def main(argv: list[str] | None = None) -> int:
          f"{args.rounds} rounds, side order rotated each round")
     if not cuda:
         emit("# CPU numbers (the smoke form): no graphs, no DataParallel, no memory; they say nothing about a GPU")
-    emit("## part 1: one device; mean_ms = window / steps, peak = max_memory_allocated of the block, loss_rel = "
+    emit("## part 1: one device; mean_ms = window / steps, peak = max_memory_allocated of the block less what was "
+         "allocated when it began (blocks start from freed memory and cleared cuBLAS workspaces), loss_rel = "
          "worst step-wise relative difference from plain in the same round")
     clock = Clock(cuda)
     one = _one_device(args, net, one_batches, workload.loss_fn, clock, emit)

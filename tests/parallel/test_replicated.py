@@ -5,13 +5,17 @@ relative (bf16 autocast 3e-2), replicas bit-identical after every step, checkpoi
 device, this and DDP (gloo, world 2), and the process-group forms.  GPU forms at the end.
 """
 
+import gc
 import sys
+import weakref
 from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from gpucomm.parallel import PerReplica, ReplicatedDataParallel, ReplicatedOptimizer
 from gpucomm.testing import check_ranks, requires_gpus, spawn
@@ -417,6 +421,79 @@ def test_one_device_is_the_plain_loop():
         x, y = batch(s, size)
         assert _step(rdp, x, y) == _single_step(single, opt, x, y)  # the same computation, bit for bit
     assert param_rel(rdp.module, single) == 0.0
+
+
+class _Created(TorchDispatchMode):
+    """Weak references to every tensor an operation makes inside the block, to weigh those still alive."""
+
+    def __init__(self):
+        super().__init__()
+        self.refs = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.refs += [weakref.ref(t) for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+        return out
+
+    def alive_bytes(self):
+        gc.collect()
+        storages = {}
+        for ref in self.refs:
+            if (t := ref()) is not None:
+                storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return sum(storages.values())
+
+
+def _alive_at_backward(step):
+    """Bytes of the tensors made by ``step(loss_fn)`` that are still alive when backward reaches the loss."""
+    seen = []
+
+    def loss_fn(out, y):
+        loss = F.cross_entropy(out, y)
+        loss.grad_fn.register_prehook(lambda grads: seen.append(created.alive_bytes()))
+        return loss
+
+    with _Created() as created:
+        step(loss_fn)
+    assert len(seen) == 1
+    return seen[0]
+
+
+def _wide():
+    return mlp(d_in=8, classes=512)  # outputs (batch x 512) outweigh any other activation
+
+
+def test_one_device_keeps_no_more_alive_at_backward_than_the_plain_loop():
+    """The one-device memory target: what is alive when backward starts — activations the graph saved, and
+    anything else still referenced — is exactly the plain loop's, in both written forms of the wrapper's loop
+    (train_step held its outputs across backward: one output-sized tensor more at the peak)."""
+    x, y = batch(0, 64)[0], torch.randint(0, 512, (64,))
+
+    def plain_loop(loss_fn):
+        model = _wide()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+
+    def plain_loop_holding_outputs(loss_fn):
+        model = _wide()
+        out = model(x)
+        loss = loss_fn(out, y)
+        loss.backward()
+
+    def wrapped_loop(loss_fn):
+        rdp = ReplicatedDataParallel(_wide(), ["cpu"], torch.optim.SGD, lr=0.1)
+        loss = rdp.loss(loss_fn, rdp(x), y)
+        loss.backward()
+
+    def wrapped_train_step(loss_fn):
+        rdp = ReplicatedDataParallel(_wide(), ["cpu"], torch.optim.SGD, lr=0.1)
+        rdp.train_step(x, y, loss_fn=loss_fn)
+
+    reference = _alive_at_backward(plain_loop)
+    outputs = 64 * 512 * 4
+    assert _alive_at_backward(plain_loop_holding_outputs) == reference + outputs  # the measure sees a held output
+    assert _alive_at_backward(wrapped_loop) == reference
+    assert _alive_at_backward(wrapped_train_step) == reference
 
 
 # ----- bad input: one line, raised before anything is built or changed --------------------------------------

@@ -37,6 +37,11 @@ def test_cpu_smoke_form_writes_both_parts_and_the_summary(tmp_path, capsys):
     assert sorted((r, s) for r, s, _ in part1) == [("0", "eager"), ("0", "plain"), ("1", "eager"), ("1", "plain")]
     assert re.search(r"^one device: eager / plain step time: [\d.]+ \(target <= 1\.0200\) (met|MISSED)$", text, re.M)
     assert "repeated device: graphs launch / GPU time per replica-step: not measured here" in text
+    phases = re.findall(r"^# round (\d) eager: launch ms per replica-step by phase \(medians\): (.*)$", text, re.M)
+    assert [r for r, _ in phases] == ["0", "1"]
+    for _, line in phases:  # each phase once, the loop's and the library's (all_reduce, inside backward)
+        names = [item.split()[0] for item in line.split(", ")]
+        assert names == ["forward", "backward", "all_reduce", "optimizer", "outside"]
     assert re.search(r"^losses: worst step-wise relative difference [\d.e+-]+ \(tolerance 1e-05\) equal$", text, re.M)
 
 
