@@ -30,9 +30,9 @@ is the window mean (host clock between two synchronizes over the timed steps, th
 peak memory is the block's own: ``torch.cuda.max_memory_allocated`` from before the side is built to the end
 of its block, less what was allocated when the block began.  Before each block everything the previous one
 made is freed, cuBLAS's per-stream workspaces included (``torch._C._cuda_clearCublasWorkspaces``): cuBLAS keeps
-one for every stream it has run on until told, and the first H200 run, which did not clear them, carried the
-graphs blocks' capture streams' workspaces (0.127 GiB each) into every later block — the peaks that grew round
-by round (plain 14.51, 14.77, 14.89 GiB).
+one for every stream it has run on until told.  The first H200 run cleared nothing: every block after a graphs
+block peaked 0.127 GiB higher per graphs block before it (plain 14.51, 14.77, 14.89 GiB), while the graphs
+themselves were freed — the workspaces of the fresh streams each capture ran on, as far as the table shows.
 Targets: eager <= 1.02x plain's step time and <= 1.03x its peak memory (the ratio of each round, median
 over rounds).
 

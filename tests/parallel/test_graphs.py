@@ -13,6 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from gpucomm.parallel import GraphCaptureError, ReplicatedDataParallel, graphs
 from gpucomm.testing import requires_gpus
@@ -80,6 +81,51 @@ def test_host_phases_of_a_graphed_step(recorded):
     assert rdp._reducer._hooks == []  # no overlap hooks: the all-reduce runs between the segments
 
 
+class _Ops(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def _replayed_step_work(devices, depth):
+    """(tensor operations, Python calls) of one replayed step, the replays themselves no-ops."""
+    model = nn.Sequential(*[nn.Linear(8, 8) for _ in range(depth)], nn.Linear(8, 4))
+    rdp = ReplicatedDataParallel(model, devices, torch.optim.SGD, lr=0.1, momentum=0.9, graphs=True)
+    x, y = batch(0, 9)
+    for _ in range(2):
+        rdp.train_step(x, y, loss_fn=F.cross_entropy)  # capture, then a replay
+    with _Ops() as seen:
+        rdp.train_step(x, y, loss_fn=F.cross_entropy)
+    calls = [0]
+
+    def count(frame, event, arg):
+        calls[0] += event == "call"
+
+    sys.setprofile(count)
+    try:
+        rdp.train_step(x, y, loss_fn=F.cross_entropy)
+    finally:
+        sys.setprofile(None)
+    return seen.ops, calls[0]
+
+
+@pytest.mark.parametrize("devices", [CPU3, ["cpu"]])
+def test_a_replayed_steps_host_work_does_not_grow_with_the_model(monkeypatch, devices):
+    """Around the replays the host does the same tensor operations and the same number of Python calls for a
+    model six times deeper: nothing loops over parameters; the batch is one copy per tensor per replica."""
+    monkeypatch.setattr(graphs, "capture", lambda fn, **kw: type("G", (), {"replay": staticmethod(lambda: None)}))
+    monkeypatch.setattr(graphs, "unavailable", lambda devices: None)
+    (ops, calls), (deep_ops, deep_calls) = _replayed_step_work(devices, 1), _replayed_step_work(devices, 6)
+    assert ops == deep_ops and calls == deep_calls
+    assert ops.count("aten.copy_.default") == 2 * len(devices)  # inputs and targets, once per replica
+    assert ops.count("aten.add.Tensor") == len(devices) - 1  # the loss: the graphs weighted each replica's term
+    assert not [op for op in ops if "mul" in op or "_to_copy" in op]
+
+
 def test_constraints_name_the_fix(recorded):
     rdp = _sgd(CPU3, True)
     x, y = batch(0, 9)
@@ -92,7 +138,8 @@ def test_constraints_name_the_fix(recorded):
     rdp.train_step(x, y, loss_fn=F.cross_entropy)
     with rdp.no_sync(), pytest.raises(RuntimeError, match="no_sync: a captured step always all-reduces"):
         rdp.train_step(x, y, loss_fn=F.cross_entropy)
-    with pytest.raises(GraphCaptureError, match=r"dynamic shapes: step 1's batch tensor 0 is \[2, 8\].*drop the uneven"):
+    with pytest.raises(GraphCaptureError, match=r"dynamic shapes: step 1's batch tensor 0 is \[6, 8\] torch.float32, but the graph was captured "
+                       r"with \[9, 8\].*drop the uneven"):
         rdp.train_step(*batch(1, 6), loss_fn=F.cross_entropy)
     with pytest.raises(ValueError, match=r"train_step: expected the loss_fn, max_norm the CUDA graph was captured with"):
         rdp.train_step(x, y, loss_fn=lambda o, t: F.cross_entropy(o, t), max_norm=1.0)
@@ -151,16 +198,28 @@ def test_warm_up_restores_a_loaded_optimizer_state():
     assert all(float(s["step"]) == 0.0 and not s["exp_avg"].any() for s in fresh.state.values())
 
 
-def test_static_batch_copies_and_checks_structure():
-    sb = graphs.StaticBatch((torch.zeros(2, 3), {"a": torch.zeros(2), "b": torch.zeros(2, dtype=torch.long)}),
-                            torch.device("cpu"))
-    x = torch.randn(2, 3)
-    sb.load((x, {"a": torch.ones(2), "b": torch.ones(2, dtype=torch.long)}), 5)
-    assert torch.equal(sb.inputs, x) and sb.inputs is not x and sb.targets["a"].sum() == 2
+def test_batch_loader_splits_the_global_batch_into_each_replicas_buffers_and_checks_it_first():
+    def example(rows):
+        return torch.zeros(rows, 3), {"a": torch.zeros(rows), "b": torch.zeros(rows, dtype=torch.long)}
+
+    cpu = torch.device("cpu")
+    static = [graphs.StaticBatch(example(rows), cpu) for rows in (3, 2, 2)]  # 7 samples: split's shares
+    load = graphs.BatchLoader(static)
+    x, a, b = torch.randn(7, 3), torch.arange(7.0), torch.arange(7)
+    load((x, {"a": a, "b": b}), 5)
+    for sb, rows in zip(static, torch.tensor_split(torch.arange(7), 3), strict=True):
+        assert torch.equal(sb.inputs, x[rows]) and torch.equal(sb.targets["a"], a[rows])
+        assert torch.equal(sb.targets["b"], b[rows])
+    assert all(sb.inputs.data_ptr() != x.data_ptr() for sb in static)  # copies into the fixed buffers
+    before = [sb.inputs.clone() for sb in static]
     with pytest.raises(GraphCaptureError, match="step 7's batch has 2 tensor"):
-        sb.load((x, torch.ones(2)), 7)
-    with pytest.raises(GraphCaptureError, match="torch.float64"):
-        sb.load((x.double(), {"a": torch.ones(2), "b": torch.ones(2, dtype=torch.long)}), 8)
+        load((x, a), 7)
+    with pytest.raises(GraphCaptureError, match=r"batch tensor 0 is \[7, 3\] torch.float64, but the graph was "
+                                                r"captured with \[7, 3\] torch.float32"):
+        load((x.double(), {"a": a, "b": b}), 8)
+    with pytest.raises(GraphCaptureError, match=r"batch tensor 2 is \[6\] torch.int64.*\[7\] torch.int64"):
+        load((x, {"a": a, "b": b[:6]}), 9)
+    assert all(torch.equal(sb.inputs, old) for sb, old in zip(static, before, strict=True))  # nothing copied
 
 
 def test_unavailable_and_warmup_argument():

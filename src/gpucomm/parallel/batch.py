@@ -19,7 +19,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["BatchError", "batch_size", "map_tensors", "shard_sizes", "split", "split_call", "split_like", "to_device"]
+__all__ = ["BatchError", "batch_size", "map_tensors", "shard_sizes", "split", "split_call", "split_like", "tensors",
+           "to_device"]
 
 
 class BatchError(ValueError):
@@ -49,6 +50,21 @@ def map_tensors(x: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     if isinstance(x, dict):
         return _rebuild_dict(x, {k: map_tensors(v, fn) for k, v in x.items()})
     return x
+
+
+def tensors(x: Any, found: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
+    """Every tensor inside ``x``'s tuples, lists and dicts, in :func:`map_tensors`'s order (appended to ``found``
+    when given); nothing is rebuilt, so it is the cheap walk for a per-step check."""
+    found = [] if found is None else found
+    if isinstance(x, torch.Tensor):
+        found.append(x)
+    elif isinstance(x, tuple | list):
+        for v in x:
+            tensors(v, found)
+    elif isinstance(x, dict):
+        for v in x.values():
+            tensors(v, found)
+    return found
 
 
 def _rebuild_dict(like: dict, items: dict) -> dict:

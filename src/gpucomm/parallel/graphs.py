@@ -20,15 +20,21 @@ its host cost no longer grows with the kernel count.
 
 1. *warm up*: the exact step runs eagerly ``warmup`` times on the first batch on a side stream, as
    torch's documentation prescribes (cuBLAS workspaces, autograd's lazy state and the optimizer's
-   state are made outside the capture);
+   state are made outside the capture).  Warm-up and capture run on one side stream per device, the
+   same for every capture in the process (:func:`graph_stream`): cuBLAS keeps a workspace for every
+   stream it has run on until the process ends, so a fresh stream per capture would leave one more
+   behind each time a wrapper captures;
 2. *restore*: parameters, buffers and optimizer state are written back in place (same addresses), so
    the graphed run trains from the state it had before the first step — warm-up leaves no trace in
    the trajectory, and the first step is a replay like every other;
-3. *capture*: each replica's step is captured on its own device, on a capture stream of that device,
+3. *capture*: each replica's step is captured on its own device, on that device's side stream,
    into a memory pool shared by the graphs of that device (they replay one after another, in capture
    order, so they may share memory);
-4. *replay*: each step copies its shard into the static input buffers and replays; the loss is read
-   from the static loss tensor on the device (never synchronised by the step).
+4. *replay*: each step copies the batch into the static input buffers — checked against the captured
+   shapes once, then one asynchronous ``copy_`` per tensor per replica (:class:`BatchLoader`) — and
+   replays; the loss is read from the static loss tensor on the device (never synchronised by the
+   step).  Everything that cannot change once captured is decided at capture, so a replayed step's
+   host work does not grow with the model: no loop over parameters, no allocation but the loss's.
 
 **Gradient all-reduce: issued between captured segments, not captured.**  With several replicas each
 has a forward+backward graph (gradients land in its flat gradient buffer, one per dtype) and an
@@ -54,17 +60,19 @@ from typing import Any
 import torch
 from torch import nn
 
-from gpucomm.parallel.batch import map_tensors
+from gpucomm.parallel.batch import map_tensors, tensors
 from gpucomm.parallel.threads import CallerState
 
 __all__ = [
     "WARMUP_ITERATIONS",
+    "BatchLoader",
     "GraphCaptureError",
     "ReplicaStep",
     "StaticBatch",
     "StepGraphs",
     "capture",
     "capture_reason",
+    "graph_stream",
     "unavailable",
 ]
 
@@ -89,14 +97,8 @@ def unavailable(devices: Sequence[torch.device]) -> str | None:
 
 
 # ----- static inputs ---------------------------------------------------------------------------------
-def _leaves(x: Any) -> list[torch.Tensor]:
-    found: list[torch.Tensor] = []
-    map_tensors(x, found.append)
-    return found
-
-
 class StaticBatch:
-    """One replica's ``(inputs, targets)`` in fixed device buffers: what a captured graph reads.
+    """One replica's ``(inputs, targets)`` in fixed device buffers, filled with ``example``: what a graph reads.
 
     Args:
         example: a shard with the shapes every step will have (tensors, or tuples/lists/dicts of them).
@@ -105,7 +107,8 @@ class StaticBatch:
 
     def __init__(self, example: tuple[Any, Any], device: torch.device) -> None:
         self.data = map_tensors(tuple(example), lambda t: torch.empty_like(t, device=device).copy_(t))
-        self._buffers = _leaves(self.data)
+        self.buffers = tensors(self.data)
+        """The buffers, in :func:`~gpucomm.parallel.batch.tensors` order."""
 
     @property
     def inputs(self) -> Any:
@@ -115,28 +118,74 @@ class StaticBatch:
     def targets(self) -> Any:
         return self.data[1]
 
-    def load(self, shard: tuple[Any, Any], step: int) -> None:
-        """Copy ``shard`` into the buffers (asynchronously from pinned or device memory).
+
+class BatchLoader:
+    """A step's global batch into every replica's :class:`StaticBatch`: checked, then copied shard by shard.
+
+    The batch is ``(inputs, targets)`` as the step receives it, before any split.  Its tensors must have the
+    shapes and dtypes of the batch the graphs were captured with — the static buffers' — so one comparison
+    checks the batch, every shard follows (replica ``r`` gets samples ``sum(sizes[:r])`` onwards, as
+    :func:`~gpucomm.parallel.batch.split` splits), and each tensor is copied with one asynchronous ``copy_``
+    per replica, from pinned or device memory.
+
+    Args:
+        batches: every replica's static buffers, replica 0 first.
+    """
+
+    def __init__(self, batches: Sequence[StaticBatch]) -> None:
+        per_replica = [b.buffers for b in batches]
+        self.sizes = [int(bufs[0].shape[0]) for bufs in per_replica]
+        total = sum(self.sizes)
+        self.signature = [(torch.Size([total, *t.shape[1:]]), t.dtype) for t in per_replica[0]]
+        """Every tensor's (shape, dtype) in the global batch, in order."""
+        self._targets = list(zip(*per_replica, strict=True))  # per tensor: its buffer on every replica
+        self._whole = len(per_replica) == 1
+
+    def __call__(self, batch: tuple[Any, Any], step: int) -> None:
+        """Copy ``batch`` into the buffers.
 
         Raises:
-            GraphCaptureError: the shard's structure, shapes or dtypes differ from the captured ones.
+            GraphCaptureError: its structure, shapes or dtypes differ from the captured ones (nothing copied).
         """
-        new = _leaves(tuple(shard))
-        if len(new) != len(self._buffers):
-            raise GraphCaptureError(f"dynamic inputs: step {step}'s batch has {len(new)} tensor(s), the graph "
-                                    f"was captured with {len(self._buffers)}; pass the same structure every step, "
-                                    f"{_FIX}")
-        for i, (dst, src) in enumerate(zip(self._buffers, new, strict=True)):
-            if dst.shape != src.shape or dst.dtype != src.dtype:
-                raise GraphCaptureError(
-                    f"dynamic shapes: step {step}'s batch tensor {i} is {list(src.shape)} {src.dtype} on this "
-                    f"replica, but the graph was captured with {list(dst.shape)} {dst.dtype}; a CUDA graph replays "
-                    f"fixed shapes: give every step the same shapes (pad, or drop the uneven last batch), {_FIX}")
-        for dst, src in zip(self._buffers, new, strict=True):
-            dst.copy_(src, non_blocking=True)
+        leaves = tensors(batch)
+        if [(t.shape, t.dtype) for t in leaves] != self.signature:
+            raise self._mismatch(leaves, step)
+        if self._whole:
+            for t, (dst,) in zip(leaves, self._targets, strict=True):
+                dst.copy_(t, non_blocking=True)
+            return
+        sizes = self.sizes
+        for t, dsts in zip(leaves, self._targets, strict=True):
+            for dst, part in zip(dsts, t.split_with_sizes(sizes), strict=True):
+                dst.copy_(part, non_blocking=True)
+
+    def _mismatch(self, leaves: list[torch.Tensor], step: int) -> GraphCaptureError:
+        if len(leaves) != len(self.signature):
+            return GraphCaptureError(f"dynamic inputs: step {step}'s batch has {len(leaves)} tensor(s), the graph "
+                                     f"was captured with {len(self.signature)}; pass the same structure every step, "
+                                     f"{_FIX}")
+        i, src, (shape, dtype) = next((i, t, sig) for i, (t, sig) in enumerate(zip(leaves, self.signature, strict=True))
+                                      if (t.shape, t.dtype) != sig)
+        return GraphCaptureError(
+            f"dynamic shapes: step {step}'s batch tensor {i} is {list(src.shape)} {src.dtype}, but the graph was "
+            f"captured with {list(shape)} {dtype}; a CUDA graph replays fixed shapes: give every step the same "
+            f"shapes (pad, or drop the uneven last batch), {_FIX}")
 
 
 # ----- capture -----------------------------------------------------------------------------------------
+_STREAMS: dict[torch.device, Any] = {}
+
+
+def graph_stream(device: torch.device) -> Any:
+    """The side stream every warm-up and capture on CUDA ``device`` runs on, made once per process (module
+    notes: cuBLAS workspaces are kept per stream).  Work on it is ordered against the caller's stream by
+    ``wait_stream`` on entry and exit, so captures of several wrappers never overlap on it."""
+    stream = _STREAMS.get(device)
+    if stream is None:
+        stream = _STREAMS[device] = torch.cuda.Stream(device)
+    return stream
+
+
 _REASONS: tuple[tuple[str, str], ...] = (
     ("operation not permitted when stream is capturing",
      "the step synchronises the host with the GPU (e.g. .item(), .cpu(), print(tensor), or a data-dependent "
@@ -212,6 +261,8 @@ class ReplicaStep:
             would be made once, at capture, from the graph's pool).
         example: a shard with every step's shapes.
         factor: the loss's gradient factor (:mod:`gpucomm.parallel.loss`).
+        weight: the replica's weight in the step's loss (its share of the batch for a mean, 1 for a sum):
+            the captured step also writes ``loss * weight``, so the host only adds the replicas' terms.
         params: the parameters that require a gradient (clipped, checked for use).
         grads: the flat gradient buffers the parameters' ``.grad`` are views of, or None (one replica):
             gradients are then set to None before backward, which allocates them in the graph's pool.
@@ -221,15 +272,18 @@ class ReplicaStep:
 
     def __init__(self, *, model: nn.Module, optimizer: torch.optim.Optimizer,
                  loss_of: Callable[[nn.Module, Any, Any], torch.Tensor], device: torch.device, state: CallerState,
-                 example: tuple[Any, Any], factor: float = 1.0, params: Sequence[torch.Tensor] = (),
+                 example: tuple[Any, Any], factor: float = 1.0, weight: float = 1.0,
+                 params: Sequence[torch.Tensor] = (),
                  grads: list[torch.Tensor] | None = None, average: int = 1, max_norm: float | None = None) -> None:
         self.model, self.optimizer, self.loss_of = model, optimizer, loss_of
-        self.device, self.state, self.factor = device, state, factor
+        self.device, self.state, self.factor, self.weight = device, state, factor, weight
         self.batch = StaticBatch(example, device)
         self.params = list(params)
         self.grads, self.average, self.max_norm = grads, average, max_norm
         self.loss: torch.Tensor | None = None
         """The last step's loss (a detached device scalar; overwritten by the next replay)."""
+        self.weighted: torch.Tensor | None = None
+        """``loss * weight``, the replica's term of the step's loss (the same kind of buffer)."""
 
     def forward_backward(self) -> None:
         if self.grads is None:
@@ -239,6 +293,7 @@ class ReplicaStep:
             loss = self.loss_of(self.model, self.batch.inputs, self.batch.targets)
         (loss * self.factor if self.factor != 1 else loss).backward()
         self.loss = loss.detach()
+        self.weighted = self.loss * self.weight if self.weight != 1 else self.loss
 
     def optimizer_step(self) -> None:
         if self.grads and self.average != 1:
@@ -328,6 +383,8 @@ class StepGraphs:
         self.param_names = list(param_names)
         self.warmup = warmup
         self.graphs: list[list[Any]] = []
+        self._replays: list[list[Callable[[], None]]] = []
+        self.loader = BatchLoader([r.batch for r in self.replicas]) if self.replicas else None
 
     def _segments(self) -> list[list[Callable[[], None]]]:
         """The step as phases of per-replica calls, with ``between`` as a phase of its own."""
@@ -346,7 +403,7 @@ class StepGraphs:
         if not cuda:
             yield
             return
-        streams = {d: torch.cuda.Stream(d) for d in cuda}
+        streams = {d: graph_stream(d) for d in cuda}
         with contextlib.ExitStack() as stack:
             for d, s in streams.items():
                 s.wait_stream(torch.cuda.current_stream(d))
@@ -355,8 +412,8 @@ class StepGraphs:
         for d, s in streams.items():
             torch.cuda.current_stream(d).wait_stream(s)
 
-    def prepare(self, example_shards: Sequence[tuple[Any, Any]]) -> None:
-        """Warm up on ``example_shards`` (one per replica), undo the warm-up, and capture.
+    def prepare(self) -> None:
+        """Warm up on the examples the replicas' static buffers were made from, undo the warm-up, and capture.
 
         Raises:
             GraphCaptureError: a parameter got no gradient, or a segment cannot be captured (the message names
@@ -364,8 +421,6 @@ class StepGraphs:
         """
         snapshot = _Snapshot([r.model for r in self.replicas], [r.optimizer for r in self.replicas])
         segments = self._segments()
-        for r, shard in zip(self.replicas, example_shards, strict=True):
-            r.batch.load(shard, 0)
         try:
             with self._side_streams():
                 for it in range(self.warmup):
@@ -376,6 +431,7 @@ class StepGraphs:
         finally:
             snapshot.restore()  # bucket gradients need nothing: every optimizer segment ends by zeroing them
         self.graphs = [self._capture_phase(phase, i) for i, phase in enumerate(segments)]
+        self._replays = [[g.replay for g in graphs] for graphs in self.graphs]
 
     def _run(self, segments: list[list[Callable[[], None]]]) -> None:
         for phase in segments:
@@ -402,7 +458,7 @@ class StepGraphs:
             return []  # the collective is issued from the host at every step (see the module notes)
         names = {0: "forward+backward", 2: "optimizer step"} if self.between is not None else {0: "step"}
         pools = {d: torch.cuda.graph_pool_handle() if d.type == "cuda" else None for d in self._devices()}
-        streams = {d: torch.cuda.Stream(d) if d.type == "cuda" else None for d in self._devices()}
+        streams = {d: graph_stream(d) if d.type == "cuda" else None for d in self._devices()}
         graphs = []
         for i, (r, call) in enumerate(self._per_replica(phase)):
             what = f"replica {i} ({r.device}) {names[index]}"
@@ -410,11 +466,10 @@ class StepGraphs:
                                   what=what))
         return graphs
 
-    def load(self, shards: Sequence[tuple[Any, Any]], step: int) -> None:
-        """Copy step ``step``'s shards into the replicas' static buffers (every shard checked first)."""
-        for r, shard in zip(self.replicas, shards, strict=True):
-            with _on(r.device):
-                r.batch.load(shard, step)
+    def load(self, batch: tuple[Any, Any], step: int) -> None:
+        """Copy step ``step``'s global ``(inputs, targets)`` into the replicas' static buffers (:class:`BatchLoader`;
+        checked first)."""
+        self.loader(batch, step)
 
     def replay(self, phase: int, replica: int | None = None) -> None:
         """Replay phase ``phase`` for every replica, or for ``replica`` alone (the collective phase calls
@@ -423,15 +478,15 @@ class StepGraphs:
         Per replica, so that a caller may time (or, in a benchmark, start from an idle device) each
         replica's launch on its own; the replicas of a phase must all be replayed before the next phase.
         """
-        graphs = self.graphs[phase]
-        if not graphs:
+        replays = self._replays[phase]  # a graph's replay() makes its capture device current itself
+        if not replays:
             if replica is None or replica == 0:
                 self.between()
-            return
-        pairs = list(zip(self.replicas, graphs, strict=True))
-        for r, g in (pairs if replica is None else [pairs[replica]]):
-            with _on(r.device):
-                g.replay()
+        elif replica is not None:
+            replays[replica]()
+        else:
+            for replay in replays:
+                replay()
 
     @property
     def phases(self) -> int:
@@ -440,6 +495,10 @@ class StepGraphs:
     def losses(self) -> list[torch.Tensor]:
         """Each replica's loss of the last replayed step (device scalars in the static buffers)."""
         return [r.loss for r in self.replicas]
+
+    def weighted_losses(self) -> list[torch.Tensor]:
+        """Each replica's ``loss * weight`` of the last replayed step: the terms of the step's loss."""
+        return [r.weighted for r in self.replicas]
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["REDUCTIONS", "check_loss", "combine", "weights"]
+__all__ = ["REDUCTIONS", "check_loss", "combine", "weighted_sum", "weights"]
 
 REDUCTIONS = ("mean", "sum")
 
@@ -33,18 +33,25 @@ class _WeightedSum(torch.autograd.Function):
                 *losses: torch.Tensor) -> torch.Tensor:
         ctx.devices = [t.device for t in losses]
         ctx.factors = factors
-        total = None
-        for w, t in zip(weights, losses, strict=True):
-            term = t.to(device)
-            term = term * w if w != 1 else term
-            total = term if total is None else total + term
-        return total
+        return weighted_sum(losses, weights, device)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         grads = [None if not need else (grad * f if f != 1 else grad).to(d)
                  for f, d, need in zip(ctx.factors, ctx.devices, ctx.needs_input_grad[3:], strict=True)]
         return (None, None, None, *grads)
+
+
+def weighted_sum(losses: Sequence[torch.Tensor], weights: Sequence[float], device: torch.device) -> torch.Tensor:
+    """``sum_i weights[i] * losses[i]`` on ``device``, term by term in replica order (the value of :func:`combine`,
+    bit for bit; no autograd of its own: graphs compute their step's loss with it).  ``losses[0]`` itself when
+    it is the whole sum (one loss of weight 1, already on ``device``)."""
+    total = None
+    for w, t in zip(weights, losses, strict=True):
+        term = t.to(device)
+        term = term * w if w != 1 else term
+        total = term if total is None else total + term
+    return total
 
 
 def check_loss(loss: Any, replica: int) -> torch.Tensor:

@@ -60,31 +60,39 @@ class ReplicatedOptimizer(torch.optim.Optimizer):
         self._device_lr: list[list[torch.Tensor]] | None = None
         self._last_lr: list[float] = []
         self._frozen: list[dict[str, Any]] | None = None
+        self._frozen_keys: tuple[str, ...] = ()
+        self._frozen_values: list[tuple] = []
 
     def __repr__(self) -> str:
         return f"ReplicatedOptimizer({len(self.optimizers)} x {type(self.optimizers[0]).__name__})"
 
     # ----- hyperparameters --------------------------------------------------------------------------
     def _sync(self) -> None:
-        """Copy every group's hyperparameters to every replica's optimizer (the device lr under graphs)."""
-        if self._frozen is not None:
-            self._check_frozen()
-        if self._shared and self._device_lr is None:
+        """Copy every group's hyperparameters to every replica's optimizer (under graphs: check that the captured
+        ones are unchanged, and refresh the device lr when a group's lr changed)."""
+        if self._device_lr is not None:
+            self._sync_captured()
+            return
+        if self._shared:
             return
         for i, fg in enumerate(self.param_groups):
             for opt in self.optimizers:
                 rg = opt.param_groups[i]
-                if rg is fg:
-                    continue
                 for k, v in fg.items():
-                    if k != "params" and (k != "lr" or self._device_lr is None) and rg.get(k) is not v:
+                    if k != "params" and rg.get(k) is not v:
                         rg[k] = v
-            if self._device_lr is not None:
-                lr = float(fg["lr"])
-                if lr != self._last_lr[i]:
-                    for t in self._device_lr[i]:
-                        t.fill_(lr)
-                    self._last_lr[i] = lr
+
+    def _sync_captured(self) -> None:
+        """Graphs: a captured step reads only its lr tensors; every other hyperparameter it was captured with is
+        frozen (checked here), so nothing else is copied — no per-key loop over the replicas at every step."""
+        self._check_frozen()
+        for i, fg in enumerate(self.param_groups):
+            lr = fg["lr"]
+            if lr != self._last_lr[i]:
+                lr = float(lr)
+                for t in self._device_lr[i]:
+                    t.fill_(lr)
+                self._last_lr[i] = lr
 
     def use_device_lr(self) -> None:
         """Graphs: give every replica group whose optimizer takes a tensor lr (``capturable`` or ``fused``) a
@@ -103,8 +111,9 @@ class ReplicatedOptimizer(torch.optim.Optimizer):
         self._device_lr = tensors
         self._last_lr = [float(g["lr"]) for g in self.param_groups]
         every = all(len(row) == len(self.optimizers) for row in tensors)
-        frozen_keys = [k for k in self.defaults if k != "lr" or not every]
-        self._frozen = [{k: g.get(k) for k in frozen_keys} for g in self.param_groups]
+        self._frozen_keys = tuple(k for k in self.defaults if k != "lr" or not every)
+        self._frozen = [{k: g.get(k) for k in self._frozen_keys} for g in self.param_groups]
+        self._frozen_values = [tuple(f.values()) for f in self._frozen]
 
     def _unshare(self) -> None:
         """Separate groups even with one replica (graphs keep device tensors in the replica's own)."""
@@ -114,6 +123,10 @@ class ReplicatedOptimizer(torch.optim.Optimizer):
             self._shared = False
 
     def _check_frozen(self, groups: Sequence[dict[str, Any]] | None = None, what: str = "param_groups") -> None:
+        if groups is None:  # every step: one tuple comparison per group, the message only on a change
+            get = [g.get for g in self.param_groups]
+            if all(tuple(map(g, self._frozen_keys)) == v for g, v in zip(get, self._frozen_values, strict=True)):
+                return
         for i, (g, frozen) in enumerate(zip(groups or self.param_groups, self._frozen, strict=True)):
             for k, captured in frozen.items():
                 if g.get(k) != captured:

@@ -40,9 +40,17 @@ class _Gather(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         parts = grad.unbind(0) if ctx.stack else grad.split(ctx.sizes)
-        grads = [None if not need else (p * ctx.scale if ctx.scale != 1 else p).to(d)
-                 for p, d, need in zip(parts, ctx.devices, ctx.needs_input_grad[3:], strict=True)]
-        return (None, None, None, *grads)
+        return (None, None, None, *(None if not need else _scaled_to(p, ctx.scale, d)
+                                    for p, d, need in zip(parts, ctx.devices, ctx.needs_input_grad[3:], strict=True)))
+
+
+def _scaled_to(part: torch.Tensor, scale: float, device: torch.device) -> torch.Tensor:
+    """``part * scale`` on ``device``, made once: a part that is copied to another device is scaled in place
+    there (``part`` is a view of the incoming gradient, which autograd may share, so never scaled in place)."""
+    moved = part.to(device)
+    if scale == 1:
+        return moved
+    return moved.mul_(scale) if moved.device != part.device else moved * scale
 
 
 def _gather_tensors(tensors: list[torch.Tensor], device: torch.device, scale: float) -> torch.Tensor:

@@ -51,7 +51,7 @@ from gpucomm.parallel.checks import (
     check_positive,
     names,
 )
-from gpucomm.parallel.loss import REDUCTIONS, check_loss, combine
+from gpucomm.parallel.loss import REDUCTIONS, check_loss, combine, weighted_sum, weights
 from gpucomm.parallel.optimizer import ReplicatedOptimizer
 from gpucomm.parallel.outputs import PerReplica
 from gpucomm.parallel.reducer import GradientReducer
@@ -202,6 +202,7 @@ class ReplicatedDataParallel:
         self._no_sync = False
         self._step_graphs: _graphs.StepGraphs | None = None
         self._graph_key: tuple | None = None
+        self._ones: tuple[float, ...] = ()
         self._graph_steps = 0
         self._in_graph_step = False
         self.train(module.training)
@@ -388,12 +389,11 @@ class ReplicatedDataParallel:
         recipe).  With ``graphs=True`` the first call captures the step and every call replays it: the batch's
         shapes, ``loss_fn``, ``max_norm``, ``reduction`` and the autocast state must then stay the same.
         """
-        self._check_step(loss_fn, max_norm, reduction)
         if self.graphs:
-            if self._no_sync:
-                raise RuntimeError("no_sync: a captured step always all-reduces (its graphs are fixed); accumulate "
-                                   "over a larger batch, or use graphs=False for no_sync accumulation")
+            if self._step_graphs is None:  # once captured, the arguments are compared with the capture's instead
+                self._check_step(loss_fn, max_norm, reduction)
             return self._graph_step(inputs, targets, loss_fn, max_norm, reduction)
+        self._check_step(loss_fn, max_norm, reduction)
         state = CallerState.capture()
         args, kwargs = _call_args(inputs)
         with self.host_phase("forward"):
@@ -436,33 +436,42 @@ class ReplicatedDataParallel:
         if reduction not in REDUCTIONS:
             raise fail_value("reduction", f"one of {list(REDUCTIONS)}", repr(reduction),
                              "say how loss_fn reduces over samples")
+        self._check_grad_enabled()
+
+    @staticmethod
+    def _check_grad_enabled() -> None:
         if not torch.is_grad_enabled():
             raise RuntimeError("train_step: gradients are disabled here (torch.no_grad or inference_mode); call it "
                                "outside, or use model(...) for inference")
 
     def _graph_batch(self, inputs: Any, targets: Any, loss_fn: Callable[..., Any], max_norm: float | None,
-                     reduction: str) -> tuple[list[int], list[tuple[Any, Any]]]:
-        """Split the batch; capture on it if nothing is captured yet, else check that the step is the same."""
-        n = len(self.replicas)
-        sizes, in_shards = split(inputs, n, "inputs")
-        t_shards = [None] * n if targets is None else split_like(targets, sizes) if n > 1 else [targets]
-        shards = list(zip(in_shards, t_shards, strict=True))
+                     reduction: str) -> None:
+        """Capture on this batch if nothing is captured yet, else check that the step is the one captured."""
         key = (loss_fn, max_norm, reduction, CallerState.capture())
         if self._step_graphs is None:
-            self._capture(key, sizes, shards)
+            n = len(self.replicas)
+            sizes, in_shards = split(inputs, n, "inputs")
+            t_shards = [None] * n if targets is None else split_like(targets, sizes) if n > 1 else [targets]
+            self._capture(key, sizes, list(zip(in_shards, t_shards, strict=True)))
         elif key != self._graph_key:
             what = ["loss_fn", "max_norm", "reduction", "autocast/grad state"]
             changed = [w for w, a, b in zip(what, key, self._graph_key, strict=True) if a != b]
             raise ValueError(f"train_step: expected the {', '.join(changed)} the CUDA graph was captured with, but "
                              f"got another; a graph replays what it captured: keep them fixed, or use graphs=False")
-        return sizes, shards
 
     def _graph_step(self, inputs: Any, targets: Any, loss_fn: Callable[..., Any], max_norm: float | None,
                     reduction: str) -> torch.Tensor:
-        sizes, shards = self._graph_batch(inputs, targets, loss_fn, max_norm, reduction)
+        """One replayed step.  Its host work is what cannot be decided at capture: the key's comparison (the
+        caller's autocast may change between calls), the batch's check and copies (:class:`~gpucomm.parallel.graphs.
+        BatchLoader`), the replays and the all-reduce, the optimizer's hyperparameters, and the loss's sum."""
+        self._check_grad_enabled()
+        if self._no_sync:
+            raise RuntimeError("no_sync: a captured step always all-reduces (its graphs are fixed); accumulate "
+                               "over a larger batch, or use graphs=False for no_sync accumulation")
+        self._graph_batch(inputs, targets, loss_fn, max_norm, reduction)
         g = self._step_graphs
         with self.host_phase("load"):
-            g.load(shards, self._graph_steps)
+            g.load((inputs, targets), self._graph_steps)
         if g.phases == 3:
             for r in range(len(self.replicas)):
                 with self.host_phase("forward_backward"):
@@ -475,10 +484,9 @@ class ReplicatedDataParallel:
         finally:
             self._in_graph_step = False
         self._graph_steps += 1
-        losses = g.losses()
-        with torch.no_grad():
-            loss = combine(losses, sizes, reduction, 1, self.devices[0])
-        return loss.clone() if loss is losses[0] else loss
+        terms = g.weighted_losses()  # each replica's loss times its weight, computed by its graph
+        loss = weighted_sum(terms, self._ones, self.devices[0])  # the adds only, in combine's order: its bits
+        return loss.clone() if loss is terms[0] else loss
 
     def _capture(self, key: tuple, sizes: list[int], shards: list[tuple[Any, Any]]) -> None:
         loss_fn, max_norm, reduction, state = key
@@ -488,16 +496,17 @@ class ReplicatedDataParallel:
         factors = [scale * b / total if reduction == "mean" else float(scale) for b in sizes]
         reducer = self._reducer
         steps = [_graphs.ReplicaStep(model=m, optimizer=o, loss_of=partial(_loss_of, loss_fn), device=d, state=state,
-                                     example=shard, factor=f, params=ps, max_norm=max_norm,
+                                     example=shard, factor=f, weight=w, params=ps, max_norm=max_norm,
                                      grads=reducer.buffers[r] if reducer is not None else None,
                                      average=self.n_total)
-                 for r, (m, o, d, shard, f, ps) in enumerate(zip(self.replicas, self.optimizer.optimizers,
-                                                                 self.devices, shards, factors, self._trained,
-                                                                 strict=True))]
+                 for r, (m, o, d, shard, f, w, ps) in enumerate(zip(self.replicas, self.optimizer.optimizers,
+                                                                    self.devices, shards, factors,
+                                                                    weights(sizes, reduction), self._trained,
+                                                                    strict=True))]
         between = self._between if reducer is not None else None
         g = _graphs.StepGraphs(steps, between=between, param_names=self._param_names)
-        g.prepare(shards)
-        self._step_graphs, self._graph_key = g, key
+        g.prepare()
+        self._step_graphs, self._graph_key, self._ones = g, key, (1.0,) * len(steps)
 
     def _between(self) -> None:
         """Graphs, between the captured segments: the gradient all-reduce and the buffer copies."""
