@@ -43,8 +43,9 @@ replica-step (per step / n), the median over the timed steps of three clocks, cy
 
 * **host** — the host clock around one step started from an idle device;
 * **launch** — the same, with the device synchronised before every host phase of the step (the loop's
-  forward, loss, backward and optimizer; the library's ``host_phase`` hook inside them — the all-reduce
-  launches, each replica's graph replay; DataParallel's scatter, replicate, parallel_apply and gather) and
+  forward with its loss, backward and optimizer; the library's ``host_phase`` hook inside them — the
+  all-reduce launches, the batch's load, each replica's graph replay; DataParallel's scatter, replicate,
+  parallel_apply and gather, its loss outside them) and
   the time spent in those synchronisations subtracted: each phase starts from an empty launch queue, as
   each replica's launches would on a GPU of its own, and what remains is Python and launching, every
   launch and all-reduce included (the method of ``benchmarks/train_graphs.py``); each block's line under the
