@@ -256,7 +256,8 @@ def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured
     """Train ``c`` for ``warmup + timed`` steps (module docstring)."""
     torch.manual_seed(0)
     cuda = device.type == "cuda"
-    model = Model(c).to(device)
+    with device:  # built and initialised on the GPU, as a user does with torch.device("cuda") for big models
+        model = Model(c)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     data = [torch.randint(0, c.vocab, (c.mb, c.seq + 1), device=device) for _ in range(2)]
     amp = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda)

@@ -7,7 +7,7 @@ from gpucomm.advisor.compute import profile
 
 
 def test_measure_writes_a_cpu_profile_the_loader_reads(tmp_path, capsys):
-    out = tmp_path / "cpu.json"
+    out = tmp_path / "new" / "cpu.json"  # a missing directory is created
     assert cli.main(["measure", "--device", "cpu", "--out", str(out)]) == 0
     p = profile.load(out)
     assert p.cpu and p.grid == "tiny (CPU)" and p.env["command"] and p.env["versions"]["torch"]
@@ -40,8 +40,9 @@ def test_usage_errors_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, ar
 def test_an_out_that_cannot_be_written_is_refused_before_measuring(tmp_path, capsys):
     assert cli.main(["measure", "--out", str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
-    assert cli.main(["measure", "--out", str(tmp_path / "no" / "p.json")]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "f").write_text("")
+    assert cli.main(["measure", "--out", str(tmp_path / "f" / "p.json")]) == 2
+    assert "is a file; give a path under a directory" in capsys.readouterr().err
 
 
 def test_estimate_prints_the_grids_wall_time_without_measuring(capsys):

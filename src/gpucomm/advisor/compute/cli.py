@@ -95,16 +95,20 @@ def _grid(args: argparse.Namespace, cpu: bool):
 
 
 def _out_problem(out: str) -> str:
+    """Why ``--out`` cannot be written (checked before anything is measured), or "".  A missing parent
+    directory is fine: it is created when the profile is saved (as the other commands create theirs)."""
+    import os
+
     path = Path(out)
     if path.is_dir():
         return f"--out {out!r}: is a directory; give a file name, e.g. {Path(out) / 'profile.json'}"
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        return f"--out {out!r}: the directory {str(parent)!r} does not exist; create it or give another path"
-    import os
-
-    if not os.access(parent, os.W_OK):
-        return f"--out {out!r}: the directory {str(parent)!r} is not writable; give another path"
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"--out {out!r}: {str(parent)!r} is a file; give a path under a directory"
+            if not os.access(parent, os.W_OK):
+                return f"--out {out!r}: the directory {str(parent)!r} is not writable; give another path"
+            return ""
     return ""
 
 
@@ -177,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
                                env=asdict(env))
     finally:
         signal.signal(signal.SIGTERM, previous)
+    Path(args.out).absolute().parent.mkdir(parents=True, exist_ok=True)
     profile.save(prof, args.out)
     counts = ", ".join(f"{len(v)} {k}" for k, v in prof.points.items() if v)
     print(f"gpucomm measure: wrote {args.out}: {prof.gpu} ({'CPU profile' if prof.cpu else 'GPU profile'}), "

@@ -105,8 +105,10 @@ class _Ctx:
     def amp(self):
         return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast)
 
-    def module(self, m: torch.nn.Module) -> torch.nn.Module:
-        m = modules.init_(m).to(self.device)
+    def module(self, build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+        """Built on the device (a CPU-side init of the grid's 57 B layer parameters would take minutes)."""
+        with self.device:
+            m = modules.init_(build())
         return torch.compile(m) if self.software == "compiled" else m
 
     def reps(self, expected_s: float) -> tuple[int, int]:
@@ -123,7 +125,7 @@ def _none_grads(*tensors_or_modules) -> None:
 
 
 def _layer(ctx: _Ctx, s: LayerShape, expected: float) -> dict[str, Any]:
-    mod = ctx.module(modules.layer(s))
+    mod = ctx.module(lambda: modules.layer(s))
     x = torch.randn(s.mb, s.seq, s.hidden, device=ctx.device, requires_grad=True)
     dy = torch.randn(s.mb, s.seq, s.hidden, device=ctx.device) * 1e-3
     held: dict[str, torch.Tensor] = {}
@@ -178,7 +180,7 @@ def _attention(ctx: _Ctx, a: AttentionShape, expected: float) -> dict[str, Any]:
 
 
 def _embedding(ctx: _Ctx, e: EmbeddingShape, expected: float) -> dict[str, Any]:
-    mod = ctx.module(modules.Embedding(e))
+    mod = ctx.module(lambda: modules.Embedding(e))
     idx = torch.randint(0, e.vocab, (e.mb, e.seq), device=ctx.device)
     dy = torch.randn(e.mb, e.seq, e.hidden, device=ctx.device) * 1e-3
 
@@ -191,7 +193,7 @@ def _embedding(ctx: _Ctx, e: EmbeddingShape, expected: float) -> dict[str, Any]:
 
 
 def _head(ctx: _Ctx, h: HeadShape, expected: float) -> dict[str, Any]:
-    mod = ctx.module(modules.Head(h))
+    mod = ctx.module(lambda: modules.Head(h))
     x = torch.randn(h.mb, h.seq, h.hidden, device=ctx.device, requires_grad=True)
     y = torch.randint(0, h.vocab, (h.mb, h.seq), device=ctx.device)
 
@@ -220,7 +222,7 @@ def _step(ctx: _Ctx, st: StepShape, expected: float) -> dict[str, Any]:
     s, dev = st.layer, ctx.device
     emb = EmbeddingShape(vocab=st.vocab, hidden=s.hidden, seq=s.seq, mb=s.mb, positions=s.family == "gpt")
     head = HeadShape(family=s.family, vocab=st.vocab, hidden=s.hidden, seq=s.seq, mb=s.mb, loss=st.loss)
-    model = ctx.module(modules.Stack(emb, [s] * st.layers, head))
+    model = ctx.module(lambda: modules.Stack(emb, [s] * st.layers, head))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     idx = torch.randint(0, st.vocab, (s.mb, s.seq), device=dev)
     tgt = torch.randint(0, st.vocab, (s.mb, s.seq), device=dev)
