@@ -157,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
             return _usage(f"--device {device_text}: {cuda_device_count()} CUDA device(s) visible; use --device cpu "
                           f"or an index below that")
     if device.type == "cuda":
+        if device.index is None:  # "cuda" (or auto): the current device, named, so every point lands on it
+            device = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(device)
         if grid_name == "tiny (CPU)":
             grid, grid_name = _grid(args, False)
