@@ -15,7 +15,8 @@ P=src/gpucomm/advisor/compute/data/h200.json
   python3 -c "import torch, sys; print(sys.version.split()[0], torch.__version__, torch.version.cuda)"; } > "$OUT/env.txt" 2>&1
 t0=$(date +%s)
 timeout 320 python3 -m gpucomm measure --out "$P" > "$OUT/measure.log" 2>&1
-echo "measure rc=$? in $(( $(date +%s) - t0 )) s"; tail -n 4 "$OUT/measure.log"
+rc=$?; echo "measure rc=$rc in $(( $(date +%s) - t0 )) s"; tail -n 4 "$OUT/measure.log"
+case $rc in 0|124) ;; *) tail -n 30 "$OUT/measure.log"; exit 1 ;; esac  # 124: the timeout stopped it, what it measured is kept
 cp "$P" "$OUT/h200.json" || exit 1
 t0=$(date +%s)
 timeout 250 python3 benchmarks/advisor_single_gpu.py --out "$OUT/advisor-single-gpu_h200x1_$D.txt" > "$OUT/single.log" 2>&1
