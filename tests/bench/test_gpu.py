@@ -26,7 +26,7 @@ def _bench(out, *flags: str) -> tuple[int, str, list[dict]]:
 
 @requires_gpus(1)
 def test_tiny_cuda_run_with_events(tmp_path):
-    rc, text, rows = _bench(tmp_path / "run", "-e", "64K", "-f", "16", "-n", "5", "-w", "2")
+    rc, text, rows = _bench(tmp_path / "run", "-b", "1K", "-e", "64K", "-f", "64", "-n", "5", "-w", "2")
     assert rc == 0, text
     assert {r["backend"] for r in rows} == {"torch.cuda.comm", "gpucomm.comm", "torch.distributed", "gpucomm.dist"}
     assert all(r["timing"] == "cuda-events" and r["device_type"] == "cuda" for r in rows)
@@ -44,8 +44,8 @@ def test_tiny_cuda_run_with_events(tmp_path):
 
 @requires_gpus(1)
 def test_cuda_graph_rows_are_labelled_and_checked(tmp_path):
-    rc, text, rows = _bench(tmp_path / "run", "--cuda-graph", "--ops", "all_reduce,broadcast", "-e", "4K",
-                            "-f", "8", "-n", "5", "-w", "2")
+    rc, text, rows = _bench(tmp_path / "run", "--cuda-graph", "--ops", "all_reduce,broadcast", "-b", "4K", "-e", "4K",
+                            "-n", "5", "-w", "2")
     assert rc == 0, text
     assert rows or "capture failed" in text, text
     assert all(r["timing"] == "cuda-graph" for r in rows)

@@ -10,8 +10,9 @@ Two kinds of block are not run in the script:
 * **a module a later example imports**: a block whose first line is a comment naming a path,
   ``# mypkg/regression.py``, is written to that path in the script's directory (which is on the path);
 * **an example that needs GPUs**: a block right after the line ``<!-- example: needs N GPUs -->`` runs
-  only with N CUDA devices, as its own script after the document's other blocks (its test is marked
-  ``requires_gpus(N)``).
+  only with N CUDA devices, as a complete program of its own (with the document's modules on the path;
+  the other blocks already run in the CPU test, so a GPU example repeats its imports); its test is marked
+  ``requires_gpus(N)``.
 
 Whether the printed output matches the text shown is checked by tests/test_readme.py and
 tests/docs/test_semantics_md.py; this test checks that every example runs at all.
@@ -95,8 +96,8 @@ _GPU_EXAMPLES = [pytest.param(doc, i, marks=_gpu_marks(n), id=f"{doc.name}-{i}")
 @pytest.mark.parametrize(("doc", "index"), _GPU_EXAMPLES or [pytest.param(None, 0, marks=pytest.mark.skip(
     reason="no example is marked as needing GPUs"))])
 def test_gpu_examples_run_as_a_script(doc, index, tmp_path):
-    script, modules, gpu = blocks(doc.read_text())
-    _run(tmp_path, doc, "\n".join([*script, gpu[index][1]]), modules)
+    _, modules, gpu = blocks(doc.read_text())
+    _run(tmp_path, doc, gpu[index][1], modules)
 
 
 def test_a_block_is_a_module_a_gpu_example_or_part_of_the_script():
