@@ -38,6 +38,7 @@ import datetime as _dt
 import gc
 import io
 import json
+import re
 import statistics
 import sys
 import time
@@ -330,21 +331,69 @@ def _size(n: int) -> str:
     return f"{n / 1e9:.2f} B" if n >= 1e8 else f"{n / 1e6:.1f} M"
 
 
+_ROW = re.compile(r"^\| (?P<name>[^|]+?) \| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| (?P<step>[\d,.]+) ms \| "
+                  r"(?P<pstep>[\d,.]+) ms \| [^|]+ \| (?P<alloc>[\d.]+) / (?P<palloc>[\d.]+) GiB \| [^|]+ \| "
+                  r"(?P<resv>[\d.]+) / (?P<presv>[\d.]+) GiB \|")
+
+
+def read_measured(path: str) -> dict[str, tuple[Measured, dict]]:
+    """The measurements of an earlier run: its JSON sidecar (``--out X.txt`` also writes ``X.json``, exact), or
+    its text table (step in 0.1 ms, memory in 0.1 GiB).  ``{case: (Measured, the prediction printed then)}``.
+
+    Raises:
+        ValueError: the file has no row of a known case (one line naming ``--repredict``).
+    """
+    text = Path(path).read_text()
+    got: dict[str, tuple[Measured, dict]] = {}
+    if path.endswith(".json"):
+        for r in json.loads(text)["cases"]:
+            got[r["case"]] = (Measured(step_s=r["step_s"], allocated=r["allocated"], reserved=r["reserved"],
+                                       params=r["params"]), r.get("predicted", {}))
+    else:
+        for line in text.splitlines():
+            m = _ROW.match(line)
+            if m is None:
+                continue
+            num = {k: float(v.replace(",", "")) for k, v in m.groupdict().items() if k != "name"}
+            got[m["name"]] = (Measured(step_s=num["step"] / 1e3, allocated=int(num["alloc"] * GiB),
+                                       reserved=int(num["resv"] * GiB), params=0),
+                              {"step_time_s": num["pstep"] / 1e3, "memory_allocated_bytes": num["palloc"] * GiB,
+                               "memory_reserved_bytes": num["presv"] * GiB})
+    known = {c.name for c in CASES}
+    if not set(got) & known:
+        raise ValueError(f"--repredict {path}: no row of a known case ({', '.join(sorted(known))}); pass the .txt "
+                         "or .json that advisor_single_gpu.py --out wrote on the GPU")
+    return got
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cpu-smoke", action="store_true", help="two toy models on CPU (the plumbing, not the numbers)")
+    ap.add_argument("--repredict", metavar="RESULTS",
+                    help="no training: predict again, on any machine, the cases an earlier GPU run measured (its "
+                         ".txt, or the .json sidecar --out writes beside it) and compare with its measurements")
     ap.add_argument("--hardware", default="h200-nvswitch", help="the --hardware the advisor predicts for")
     ap.add_argument("--only", nargs="+", help="case names to run")
-    ap.add_argument("--out", help="also write the report to this file")
+    ap.add_argument("--out", help="also write the report to this file (and the measurements to its .json sidecar)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
-    cuda = torch.cuda.is_available() and not args.cpu_smoke
-    if not cuda and not args.cpu_smoke:
-        print("advisor_single_gpu: error: no CUDA device; pass --cpu-smoke to run the toy cases on CPU",
-              file=sys.stderr)
+    earlier: dict[str, tuple[Measured, dict]] = {}
+    if args.repredict:
+        try:
+            earlier = read_measured(args.repredict)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"advisor_single_gpu: error: {exc if isinstance(exc, ValueError) else f'--repredict {args.repredict}: cannot be read ({exc})'}",
+                  file=sys.stderr)
+            return 2
+    cuda = torch.cuda.is_available() and not args.cpu_smoke and not args.repredict
+    if not cuda and not args.cpu_smoke and not args.repredict:
+        print("advisor_single_gpu: error: no CUDA device; pass --cpu-smoke to run the toy cases on CPU, or "
+              "--repredict RESULTS to predict an earlier GPU run again", file=sys.stderr)
         return 2
     device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
     cases = SMOKE if args.cpu_smoke else CASES
+    if args.repredict:
+        cases = tuple(c for c in cases if c.name in earlier)
     if args.only:
         unknown = sorted(set(args.only) - {c.name for c in cases})
         if unknown:
@@ -360,32 +409,41 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
 
     gpu = torch.cuda.get_device_name(device) if cuda else "cpu"
-    say("# gpucomm advise vs real training steps on one GPU")
+    say("# gpucomm advise vs real training steps on one GPU" + (" (predicted again)" if args.repredict else ""))
     say()
     say(f"command: python benchmarks/advisor_single_gpu.py {' '.join(argv if argv is not None else sys.argv[1:])}")
-    say(f"date: {_dt.date.today().isoformat()}; device: {gpu}; torch {torch.__version__}"
-        f"{', CUDA ' + str(torch.version.cuda) if cuda else ''}; predicted for --hardware {args.hardware}")
-    clock = "the intervals between CUDA events at each step's end" if cuda else "the host clock per step (CPU)"
-    say(f"loop: fp32 weights, {'bf16 autocast, ' if cuda else 'fp32 (CPU), '}SDPA, fused AdamW, {warmup} warm-up + "
-        f"{timed} timed steps, median of {clock}")
+    if args.repredict:
+        say(f"date: {_dt.date.today().isoformat()}; measurements: {args.repredict} (not re-run); predicted now on "
+            f"{gpu} for --hardware {args.hardware}; 'then' is the prediction printed with the measurements")
+    else:
+        say(f"date: {_dt.date.today().isoformat()}; device: {gpu}; torch {torch.__version__}"
+            f"{', CUDA ' + str(torch.version.cuda) if cuda else ''}; predicted for --hardware {args.hardware}")
+        clock = "the intervals between CUDA events at each step's end" if cuda else "the host clock per step (CPU)"
+        say(f"loop: fp32 weights, {'bf16 autocast, ' if cuda else 'fp32 (CPU), '}SDPA, fused AdamW, {warmup} "
+            f"warm-up + {timed} timed steps, median of {clock}")
     if args.cpu_smoke:
         say("CPU SMOKE: toy models on CPU against an H200 prediction; the errors below mean nothing")
     say()
-    say("| case | params | seq x mb | ac | loss | step measured | predicted | error | allocated meas / pred | "
-        "error | reserved meas / pred | error |")
-    say("|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    then = " then |" if args.repredict else ""
+    say(f"| case | params | seq x mb | ac | loss | step measured | predicted | error |{then} allocated meas / pred | "
+        f"error | reserved meas / pred | error |{then}")
+    say("|---|---:|---|---|---|---:|---:|---:|" + ("---:|" if then else "") + "---:|---:|---:|---:|"
+        + ("---:|" if then else ""))
     rows, t0, notes = [], time.perf_counter(), []
     for c in cases:
-        m = run_case(c, device, warmup, timed)
+        m, before = earlier[c.name] if args.repredict else (run_case(c, device, warmup, timed), {})
         p = predict(c, args.hardware)
         et, ea, er = (_err(p["step_time_s"], m.step_s), _err(p["memory_allocated_bytes"], m.allocated),
                       _err(p["memory_reserved_bytes"], m.reserved))
         rows.append((c, m, p, et, ea, er))
         notes.extend(a for a in p["_assumptions"] if a not in notes)
-        say(f"| {c.name} | {_size(m.params)} | {c.seq} x {c.mb} | {c.ac} | {'upcast' if c.upcast else 'autocast'}"
-            f" | {m.step_s * 1e3:,.1f} ms | {p['step_time_s'] * 1e3:,.1f} ms | {_pct(et)} | "
+        size = _size(m.params) if m.params else "—"
+        t_then = f" {_pct(_err(before['step_time_s'], m.step_s))} |" if then else ""
+        r_then = f" {_pct(_err(before['memory_reserved_bytes'], m.reserved))} |" if then else ""
+        say(f"| {c.name} | {size} | {c.seq} x {c.mb} | {c.ac} | {'upcast' if c.upcast else 'autocast'}"
+            f" | {m.step_s * 1e3:,.1f} ms | {p['step_time_s'] * 1e3:,.1f} ms | {_pct(et)} |{t_then} "
             f"{m.allocated / GiB:.1f} / {p['memory_allocated_bytes'] / GiB:.1f} GiB | {_pct(ea)} | "
-            f"{m.reserved / GiB:.1f} / {p['memory_reserved_bytes'] / GiB:.1f} GiB | {_pct(er)} |")
+            f"{m.reserved / GiB:.1f} / {p['memory_reserved_bytes'] / GiB:.1f} GiB | {_pct(er)} |{r_then}")
     wall = time.perf_counter() - t0
     say()
     ts = [abs(r[3]) for r in rows]
@@ -400,13 +458,21 @@ def main(argv: list[str] | None = None) -> int:
             f"(target every case within 10%): {'MET' if ok_m else 'MISSED'}")
         say(f"peak allocated memory: median |error| {statistics.median(abs(r[4]) for r in rows):.1%}, worst "
             f"{max(abs(r[4]) for r in rows):.1%}")
-    say(f"wall time of the cases: {wall:.0f} s")
+    if not args.repredict:
+        say(f"wall time of the cases: {wall:.0f} s")
     say()
     say("the advisor's assumptions, as it printed them:")
     for a in notes:
         say(f"- {a}")
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n")
+        if not args.repredict:
+            side = {"kind": "advisor-single-gpu", "device": gpu, "torch": torch.__version__, "cases": [
+                {"case": c.name, "step_s": m.step_s, "allocated": m.allocated, "reserved": m.reserved,
+                 "params": m.params, "predicted": {k: p[k] for k in ("step_time_s", "memory_allocated_bytes",
+                                                                     "memory_reserved_bytes")}}
+                for c, m, p, *_ in rows]}
+            Path(args.out).with_suffix(".json").write_text(json.dumps(side, indent=1) + "\n")
     return 1 if args.check and not (ok_t and ok_m) else 0
 
 

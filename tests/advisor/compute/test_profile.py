@@ -13,7 +13,7 @@ from gpucomm.advisor.job import Job
 from gpucomm.advisor.layout import Layout
 from gpucomm.advisor.precision import Precision
 
-from ._profiles import ATTN, EMB, EXTRA, GEMM, HEAD, MARGIN, OPT, layer_shape, rest_per_flop, synthetic
+from ._profiles import ATTN, EMB, GEMM, HEAD, MARGIN, OPT, layer_shape, rest_per_flop, synthetic
 
 
 def _arch(family="llama", hidden=2048, layers=4, vocab=50304):
@@ -68,14 +68,39 @@ def test_between_token_counts_the_per_flop_time_is_a_power_law():
     assert parts.extrapolated == ()
 
 
-def test_checkpointing_adds_its_measured_time_per_recomputed_flop():
+def test_checkpointing_adds_the_forward_work_it_reruns_and_stops_before_the_last_matmul():
+    """Hand computation from the mechanics (early-stopping torch.utils.checkpoint): the synthetic layer's
+    forward is attention + rest / 3, its matmuls alone GEMM x FLOPs (a third forward), so its elementwise forward
+    is rest / 3 - GEMM x FLOPs / 3.  full reruns all of it but the last matmul (w2: 3h x h of the layer's
+    wq h x h, wk/wv h x h/4, wo h x h, w1/w3/w2 h x 3h: 11.5 h^2); op reruns the elementwise forward and wk, wo,
+    w3 (0.25 + 1 + 3 = 4.25 h^2); selective reruns attention's forward alone."""
     src = ProfileSource(synthetic())
     arch = _arch("llama", 2048)
     base, _ = _layer_s(src, arch, Layout(mb=4))
-    for ac in ("selective", "op", "full"):
+    s = layer_shape("llama", 2048, 4096)
+    attn_fwd = ATTN * s.attention().fwd_flops()
+    rest = rest_per_flop(4096) * s.gemm_flops()
+    gemm_fwd = GEMM * s.gemm_flops() / 3
+    ew_fwd = rest / 3 - gemm_fwd
+    want = {"full": attn_fwd + ew_fwd + gemm_fwd * (11.5 - 3) / 11.5,
+            "op": ew_fwd + gemm_fwd * 4.25 / 11.5,
+            "selective": attn_fwd}
+    for ac, extra in want.items():
         got, _ = _layer_s(src, arch, Layout(mb=4, ac=ac))
-        s = layer_shape("llama", 2048, 4096, ac)
-        assert got - base == pytest.approx(EXTRA[ac] * s.recompute_flops()), ac
+        assert got - base == pytest.approx(extra), ac
+
+
+def test_a_layer_takes_at_least_the_fastest_it_ran_at_any_shape_the_hosts_cost():
+    """The floor of a (family, mode) is its fastest measured forward + backward: a layer smaller than every
+    measured one (tp 8 of a 1,024-wide layer, 1,024 tokens) is priced at the floor, not below it."""
+    p = synthetic()
+    src = ProfileSource(p)
+    arch = _arch("gpt", 1024)
+    floor = min(r["fwd_s"] + r["bwd_s"] for r in p.points["layer"] if r["family"] == "gpt" and r["ac"] == "op")
+    got, _ = _layer_s(src, arch, Layout(tp=8, mb=1, ac="op"))
+    assert got == pytest.approx(floor)
+    big, _ = _layer_s(src, arch, Layout(mb=4, ac="op"), seq=4096)
+    assert big > floor  # above the floor the mechanics price it
 
 
 def test_outside_the_grid_the_answer_says_extrapolated_and_holds_the_per_flop_time():
@@ -167,8 +192,9 @@ def test_shapes_the_profile_cannot_answer_are_refused_with_the_fix():
     with pytest.raises(ProfileError, match=r"no llama layers measured, and nothing to extrapolate from; measure them: "
                                            r"gpucomm measure --arch"):
         src.parts(_job(_arch("llama", 2048)), Layout())
-    with pytest.raises(ProfileError, match=r"no gpt layers with ac=full measured"):
-        src.parts(_job(_arch("gpt", 2048)), Layout(ac="full"))
+    # a checkpointing mode without points is priced by its mechanics; the answer says its host floor is missing
+    parts = src.parts(_job(_arch("gpt", 2048)), Layout(ac="full"))
+    assert "gpt layers with ac=full not measured: no host floor for them" in parts.extrapolated
 
 
 def test_software_and_dtype_the_profile_did_not_measure_are_refused():

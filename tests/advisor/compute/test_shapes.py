@@ -20,13 +20,21 @@ def test_a_layer_shape_is_one_gpus_share_of_the_layout():
     assert a.fwd_flops() == 2 * 16 * 2048**2 * 128 and a.flops() == 3.5 * a.fwd_flops()
 
 
-def test_recomputed_flops_by_mode():
+def test_recomputed_flops_by_mode_stop_before_the_last_matmul():
+    """Early-stopping checkpoint never reruns the MLP's output matmul (fc2, 4096 x 1024 of the GPT layer's
+    qkv 1024 x 3072, proj 1024 x 1024, fc 1024 x 4096): full reruns qkv, proj, fc and attention; op (saving
+    qkv and fc) proj alone; selective attention alone."""
     s = LayerShape(family="gpt", hidden=1024, heads=16, kv_heads=16, ffn=4096, seq=1024, mb=1)
-    fwd = 2 * 1024 * s.mm_params()
     attn = AttentionShape(head_dim=64, heads=16, seq=1024).fwd_flops()
-    assert LayerShape(**{**s.key(), "ac": "full"}).recompute_flops() == fwd + attn
+    full = LayerShape(**{**s.key(), "ac": "full"})
+    assert full.recompute_flops() == 2 * 1024 * (3 * 1024**2 + 1024**2 + 4 * 1024**2) + attn
+    assert full.recomputed_mm_share() == 8 / 12
     assert LayerShape(**{**s.key(), "ac": "selective"}).recompute_flops() == attn
-    assert LayerShape(**{**s.key(), "ac": "op"}).recompute_flops() == 2 * 1024 * (1024 * 1024 + 4096 * 1024)
+    op = LayerShape(**{**s.key(), "ac": "op"})
+    assert op.recompute_flops() == 2 * 1024 * 1024 * 1024 and op.recomputed_mm_share() == 1 / 12
+    llama = LayerShape(family="llama", hidden=1024, heads=8, kv_heads=2, ffn=3072, seq=1024, ac="op")
+    # wq 1024x1024, wk 1024x256, wv 1024x256, wo 1024x1024, w1/w3/w2 3 x 1024x3072: op reruns wk, wo, w3
+    assert llama.recomputed_mm_share() == (256 + 1024 + 3072) / (1024 + 256 + 256 + 1024 + 3 * 3072)
     assert s.recompute_flops() == 0
 
 

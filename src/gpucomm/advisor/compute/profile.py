@@ -264,7 +264,7 @@ class ProfileSource:
                                                     positions=arch.learned_positions), notes)
         own = self._tables.residual(shape, notes) if software != "fused" else 0.0
         sc = self.scale
-        t_layer = sc(lay.compute_s, lay.memory_s)
+        t_layer = max(sc(lay.compute_s, lay.memory_s), lay.floor_s)
         t_head = sc(head_c, head_m)
         t_emb = sc(0.0, emb) + own  # the step's own work (host) is not scaled; it runs on the first stage
         t_mb = per_stage * t_layer + t_head + t_emb
@@ -331,6 +331,8 @@ class _Layer:
     memory_s: float
     gemm_fwd_s: float
     attn_fwd_s: float
+    floor_s: float = 0.0
+    """The host's cost of the layer (not scaled by a derived profile's clocks): the layer takes at least this."""
 
 
 class _Tables:
@@ -388,17 +390,13 @@ class _Tables:
         return by
 
     @functools.cached_property
-    def _extra(self) -> dict[tuple[str, str], list]:
-        base = {(_layer_shape(r).family, r["tp"], r["hidden"], r["seq"], r["mb"]): r["fwd_s"] + r["bwd_s"]
-                for r in self.layers if r.get("ac", "none") == "none"}
-        by: dict[tuple[str, str], list] = {}
+    def _floor(self) -> dict[tuple[str, str], float]:
+        """Per (family, checkpointing mode): the fastest forward + backward of a layer at any measured shape —
+        the host's cost of issuing its kernels (module docstring, **Checkpointing**)."""
+        by: dict[tuple[str, str], float] = {}
         for r in self.layers:
-            s = _layer_shape(r)
-            t0 = base.get((s.family, s.tp, s.hidden, s.seq, s.mb))
-            if s.ac == "none" or t0 is None or s.recompute_flops() <= 0:
-                continue
-            extra = (r["fwd_s"] + r["bwd_s"] - t0) / s.recompute_flops()
-            by.setdefault((s.family, s.ac), []).append(((s.tp, s.hidden, s.tokens), extra))
+            k = (r["family"], r.get("ac", "none"))
+            by[k] = min(by.get(k, math.inf), r["fwd_s"] + r["bwd_s"])
         return by
 
     @functools.cached_property
@@ -437,26 +435,30 @@ class _Tables:
         else:  # no replayed matmuls: the rest is an upper bound of the GEMM time
             gemm, g_fwd = rest, 1.0 / 3.0
         other = rest - gemm
+        ew_fwd = max(0.0, fwd_share * rest - gemm * g_fwd)  # the forward's norms, activations, casts
         if software == "fused":
-            other = min(other, self._fused_elementwise(shape))
-        extra = 0.0
-        if shape.ac != "none":
-            ex_pts = self._extra.get((shape.family, shape.ac))
-            if not ex_pts:
-                raise self._missing(f"{shape.family} layers with ac={shape.ac}",
-                                    "measure them: gpucomm measure (the default grid has every mode)")
-            e, n = nested(ex_pts, [_ax("tp", "hold"), _ax("hidden", "hold"), _ax("tokens", "hold")], q,
-                          f"{shape.family} ac={shape.ac} recomputation", _fmt)
-            notes.extend(n)
-            extra = max(0.0, e) * shape.recompute_flops()
-            if software == "fused":
-                extra *= (gemm + other + af + ab) / (rest + af + ab)
-        # compute-bound: matmuls and attention (recomputation in proportion); memory-bound: the rest
+            fused = min(other, self._fused_elementwise(shape))
+            ew_fwd *= fused / other if other > 0 else 0.0
+            other = fused
+        redo = self.recompute_s(shape, ew_fwd, gemm * g_fwd, af)
+        floor = 0.0
+        if software != "fused":  # fused stacks are not eager PyTorch's host: no measured floor applies
+            floor = self._floor.get((shape.family, shape.ac), 0.0)
+            if shape.ac != "none" and (shape.family, shape.ac) not in self._floor:
+                notes.append(f"{shape.family} layers with ac={shape.ac} not measured: no host floor for them")
+        # compute-bound: matmuls and attention; memory-bound: the rest (recomputation split the same way)
         compute = gemm + af + ab
-        total = compute + other
-        c_share = compute / total if total > 0 else 1.0
-        return _Layer(compute_s=compute + extra * c_share, memory_s=other + extra * (1 - c_share),
-                      gemm_fwd_s=gemm * g_fwd, attn_fwd_s=af)
+        ew_redo = ew_fwd if shape.recomputes_elementwise() else 0.0
+        return _Layer(compute_s=compute + redo - ew_redo, memory_s=other + ew_redo, gemm_fwd_s=gemm * g_fwd,
+                      attn_fwd_s=af, floor_s=floor)
+
+    @staticmethod
+    def recompute_s(shape: LayerShape, ew_fwd: float, gemm_fwd: float, attn_fwd: float) -> float:
+        """Seconds the checkpointing mode adds to one layer's backward: the forward work it reruns
+        (:meth:`LayerShape.recomputed_mm_share` of the forward matmuls, the elementwise forward for ``full`` and
+        ``op``, attention's forward for ``full`` and ``selective``), at the rates the layer ran them."""
+        return (gemm_fwd * shape.recomputed_mm_share() + (ew_fwd if shape.recomputes_elementwise() else 0.0)
+                + (attn_fwd if shape.recomputes_attention() else 0.0))
 
     def _fused_elementwise(self, shape: LayerShape) -> float:
         """Fused kernels' memory-bound traffic of one layer at the measured copy bandwidth (module docstring)."""
@@ -535,7 +537,7 @@ class _Tables:
         params = r["layers"] * (s.mm_params() + 4 * s.hidden) + r["vocab"] * s.hidden * (1 if s.family == "gpt"
                                                                                         else 2)
         opt, _ = self.optimizer(params)
-        return r["layers"] * (lay.compute_s + lay.memory_s) + c + m + emb + opt
+        return r["layers"] * max(lay.compute_s + lay.memory_s, lay.floor_s) + c + m + emb + opt
 
     def residual(self, shape: LayerShape, notes: list[str]) -> float:
         pts = [(c, own) for c, own, _ in self._steps.get(shape.family, []) if own is not None]

@@ -95,17 +95,37 @@ class LayerShape:
     def attention(self) -> AttentionShape:
         return AttentionShape(head_dim=self.head_dim, heads=self.local_heads, seq=self.seq, mb=self.mb)
 
-    def recompute_flops(self) -> float:
-        """The FLOPs the checkpointing mode runs again (the normaliser of its measured extra time)."""
-        fwd_mm = 2.0 * self.tokens * self.mm_params()
-        attn = self.attention().fwd_flops()
+    def recomputed_mm_share(self) -> float:
+        """The share of the layer's forward matmul FLOPs its checkpointing mode runs again in the backward.
+
+        ``torch.utils.checkpoint`` (non-reentrant, early stop on: PyTorch's default) reruns the forward only
+        until the last tensor the backward needs is back; autograd saves an op's inputs *before* it runs, so the
+        layer's last matmul (nanoGPT's ``c_proj`` of the MLP, Llama's ``w2``) never runs again.  ``full`` reruns
+        every other matmul; ``op`` (torchtitan's policy) the odd ones it does not save (GPT's attention
+        projection; Llama's ``wk``, ``wo``, ``w3``) but the last; ``selective`` none (it reruns attention alone).
+        """
+        mm = self.matmuls()
+        last = len(mm) - 1
         if self.ac == "full":
-            return fwd_mm + attn
-        if self.ac == "selective":
-            return attn
-        if self.ac == "op":
-            return 2.0 * self.tokens * sum(i * o for k, (_, i, o) in enumerate(self.matmuls()) if k % 2)
-        return 0.0
+            ks = range(last)
+        elif self.ac == "op":
+            ks = [k for k in range(last) if k % 2]
+        else:
+            return 0.0
+        return sum(mm[k][1] * mm[k][2] for k in ks) / self.mm_params()
+
+    def recomputes_elementwise(self) -> bool:
+        """``full`` and ``op`` rerun the layer's norms, activations and casts; ``selective`` does not."""
+        return self.ac in ("full", "op")
+
+    def recomputes_attention(self) -> bool:
+        """``full`` and ``selective`` rerun attention's forward; ``op`` saves SDPA's outputs."""
+        return self.ac in ("full", "selective")
+
+    def recompute_flops(self) -> float:
+        """The FLOPs the checkpointing mode runs again (:meth:`recomputed_mm_share`, attention)."""
+        return (2.0 * self.tokens * self.mm_params() * self.recomputed_mm_share()
+                + (self.attention().fwd_flops() if self.recomputes_attention() else 0.0))
 
     def key(self) -> dict:
         return asdict(self)
