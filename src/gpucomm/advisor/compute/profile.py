@@ -24,13 +24,27 @@ head-with-loss's forward + backward ``seconds``; the optimizer step's ``seconds`
 where a layer is its attention (looked up at its head dim, ``seq / cp`` and ``mb x heads / tp`` rows; with
 context parallel ``cp`` times that, each GPU's queries meeting every key of the ring) plus the rest of the
 layer, looked up as seconds per matmul FLOP (``6 x tokens x weights / tp``) over tp, hidden and tokens, plus
-the checkpointing mode's extra time per recomputed FLOP.  Every quantity is normalised by the FLOPs (bytes for
+what the checkpointing mode reruns (**Checkpointing** below).  Every quantity is normalised by the FLOPs (bytes for
 the memory-bound embedding and optimizer) that make it nearly constant, and interpolated in log space
 (:mod:`gpucomm.advisor.compute.interpolate`); outside the grid the answer is *extrapolated* and says so
 (``ComputeParts.extrapolated``).  The step's own work is what whole measured steps take beyond the sum of their
 parts (autograd start-up, ``zero_grad``, launch gaps between modules); the allocator's margin is the measured
 ``peak_reserved - peak_allocated`` of those steps per byte of fp32 logits (the loss's transient blocks are the
 largest the allocator caches), interpolated over hidden and tokens.
+
+**Checkpointing** (``ac``): ``torch.utils.checkpoint`` reruns forward work in the backward, at the rates the
+layer ran it forward — priced from the ``ac=none`` lookups, not from the checkpointed points' extra time per FLOP
+(those points are host-bound at small shapes: an isolated ``op`` layer runs a Python policy per op, and its
+extra time divided by few FLOPs, carried to a larger layer, priced it 23-27% too slow on the H200,
+benchmarks/results/advisor-single-gpu_h200x1_2026-12-04.txt).  What is rerun
+(:meth:`~gpucomm.advisor.compute.shapes.LayerShape.recomputed_mm_share`): the checkpoint stops as soon as the
+last saved tensor is back (early stop, PyTorch's default), so the layer's last matmul never runs again; ``full``
+reruns the other matmuls, the elementwise forward and attention's forward; ``op`` the elementwise forward and
+the matmuls its policy does not save; ``selective`` attention's forward.  The elementwise forward is the
+forward's rest minus its matmuls replayed alone.  A layer also takes at least its *host floor*: the fastest its
+(family, mode) ran at any measured shape — the host's cost of issuing its kernels, which the device cannot go
+below in an eager loop (not applied to ``fused``).  On the profile's own checkpointed points this prices
+within a median 1-2% (H200 profile, 190 points).
 
 **Software** (``Job.software``; the default ``eager``): a profile measures the stack it ran — ``eager`` (plain
 PyTorch) or ``compiled`` (each module under ``torch.compile``: ``gpucomm measure --software compiled``).
