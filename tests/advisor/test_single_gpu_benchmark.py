@@ -61,3 +61,35 @@ def test_a_checkpointed_model_gives_the_plain_models_gradients():
         m(idx).float().square().mean().backward()
     for a, b in zip(plain.parameters(), ckpt.parameters(), strict=True):
         torch.testing.assert_close(a.grad, b.grad)
+
+
+_H200 = _ROOT / "benchmarks" / "results" / "advisor-single-gpu_h200x1_2026-12-04.txt"
+
+
+def test_repredict_reads_the_committed_h200_measurements_and_predicts_them_again(tmp_path, capsys):
+    got = bench.read_measured(str(_H200))
+    m, then = got["llama-2.9b"]
+    assert m.step_s == pytest.approx(0.4692) and m.reserved == int(57.1 * bench.GiB)
+    assert then["step_time_s"] == pytest.approx(0.4661)
+    out = tmp_path / "re.txt"
+    assert bench.main(["--repredict", str(_H200), "--only", "llama-160m", "gpt-1.3b", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "(predicted again)" in text and "not re-run" in text
+    row = next(line for line in text.splitlines() if line.startswith("| gpt-1.3b |"))
+    assert "| 152.8 ms |" in row and "| +23.8% |" in row  # measured, and the error printed then
+
+
+def test_repredict_reads_the_json_sidecar_exactly(tmp_path):
+    side = tmp_path / "r.json"
+    side.write_text('{"kind": "advisor-single-gpu", "cases": [{"case": "gpt-350m", "step_s": 0.1, "allocated": 1, '
+                    '"reserved": 2, "params": 3, "predicted": {"step_time_s": 0.2}}]}')
+    m, then = bench.read_measured(str(side))["gpt-350m"]
+    assert (m.step_s, m.allocated, m.reserved, m.params) == (0.1, 1, 2, 3) and then["step_time_s"] == 0.2
+
+
+def test_repredict_of_a_file_without_known_cases_exits_2_naming_the_argument(tmp_path, capsys):
+    bad = tmp_path / "x.txt"
+    bad.write_text("| nothing | here |\n")
+    assert bench.main(["--repredict", str(bad)]) == 2
+    assert "--repredict" in capsys.readouterr().err
+    assert bench.main(["--repredict", str(tmp_path / "missing.txt")]) == 2
