@@ -1,6 +1,6 @@
 """Check ``gpucomm advise`` against real training steps on one GPU: measured and predicted, side by side.
 
-Trains ten models in the loop a user writes — their own GPT-2-style and Llama-style decoders written plainly
+Trains thirteen models in the loop a user writes — their own GPT-2-style and Llama-style decoders written plainly
 below (nanoGPT's ``Block``; Meta's Llama ``TransformerBlock`` with RMSNorm, rotary embeddings, ``repeat_kv``
 and SwiGLU), fp32 weights under bf16 autocast, ``F.scaled_dot_product_attention``, fused AdamW,
 ``loss.backward()``, ``opt.step()``, ``opt.zero_grad(set_to_none=True)`` — 150 M to 2.9 B parameters,
@@ -232,6 +232,12 @@ CASES = (
          vocab=32000, seq=8192, mb=1, upcast=False),
     Case(name="llama-160m", family="llama", layers=12, hidden=896, heads=14, kv_heads=2, ffn=2432, vocab=32000,
          seq=1024, mb=16),
+    Case(name="llama-1.1b-2k", family="llama", layers=16, hidden=1920, heads=15, kv_heads=5, ffn=5120,
+         vocab=128256, seq=2048, mb=4, ac="op"),
+    Case(name="gpt-650m-mb8", family="gpt", layers=24, hidden=1408, heads=11, kv_heads=11, ffn=5632, vocab=50304,
+         seq=1024, mb=8, ac="full"),
+    Case(name="llama-2.9b-ac", family="llama", layers=27, hidden=2816, heads=22, kv_heads=2, ffn=7680,
+         vocab=128256, seq=2048, mb=2, upcast=False),
 )
 """Off the profile's grid: its layers are GPT 768-6144 wide (768, 1152, 1536, 2304, ...) with 4h MLPs and Llama
 768-8192 (768, 1024, 1536, 2048, ...) with 3.5h MLPs and a quarter of the heads as KV heads, head dims 64/128,
