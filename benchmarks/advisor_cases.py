@@ -29,7 +29,8 @@ import sys
 from pathlib import Path
 
 GiB = 2**30
-_8B = ["advise", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "16", "--json", "--top", "3"]
+_8B = ["advise", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "16", "--loss", "upcast-del", "--json",
+       "--top", "3"]  # torchtitan deletes its logits before backward
 _70B = ["advise", "--model", "llama3-70b", "--hardware", "a100-nvlink3", "--nodes", "8", "--gpus", "8",
         "--global-batch", "64", "--json", "--top", "3"]
 _PUBLISHED_8B = "tp=1,pp=1,cp=1,dp=8,shard=fsdp,mb=2"

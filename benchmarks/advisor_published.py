@@ -83,9 +83,10 @@ STACKS = {
                              "why": "Composer FSDP mixed precision keeps fp32 sharded weights; LLM Foundry's MPT "
                                     "defaults to loss_fn 'fused_crossentropy' (flash-attn's CrossEntropyLoss, "
                                     "llmfoundry/models/mpt/modeling_mpt.py)"},
-    "torchtitan": {"weights": "fp32", "loss": "upcast",
+    "torchtitan": {"weights": "fp32", "loss": "upcast-del",
                    "why": "FSDP2 MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over fp32 sharded "
-                          "weights; cross_entropy_loss on pred.float() (torchtitan components/loss.py)"},
+                          "weights; cross_entropy_loss on pred.float(), then del pred before backward (torchtitan "
+                          "components/loss.py, train.py)"},
     "Llama 3 paper": {"weights": "fp32", "loss": "upcast",
                       "why": "Meta's stack: FSDP over fp32 sharded weights is assumed and the loss is not stated: "
                              "the advisor's defaults"},

@@ -15,7 +15,7 @@ cases.  The prediction comes through the advisor's CLI contract, one call per ca
 
     gpucomm advise --gpus 1 --hardware h200-nvswitch --arch layers=..,hidden=..,heads=..,kv_heads=..,ffn=..,
         ffn_kind=..,vocab=..,seq=..,tied=..,dropout=0 --layout tp=1,pp=1,cp=1,dp=1,shard=none,mb=..,ac=..
-        --global-batch MB --loss upcast --json
+        --global-batch MB --loss upcast|autocast --json
 
 (``step_time_s``, ``memory_allocated_bytes``, ``memory_reserved_bytes`` of its first row).  The shapes are
 chosen off the compute profile's grid (hidden sizes it does not measure, head dims 64/80/128, token counts that
@@ -312,7 +312,8 @@ def predict(c: Case, hardware: str) -> dict:
     from gpucomm import cli
 
     argv = ["advise", "--gpus", "1", "--hardware", hardware, "--arch", c.arch(), "--layout",
-            f"tp=1,pp=1,cp=1,dp=1,shard=none,mb={c.mb},ac={c.ac}", "--global-batch", str(c.mb), "--loss", "upcast",
+            f"tp=1,pp=1,cp=1,dp=1,shard=none,mb={c.mb},ac={c.ac}", "--global-batch", str(c.mb), "--loss",
+            "upcast" if c.upcast else "autocast",
             "--json"]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

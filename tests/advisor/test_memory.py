@@ -82,14 +82,17 @@ def job(arch, *, global_batch, seq, gpus=8, nodes=1, precision=BF16_16BIT, **kw)
 def test_issue_case_8b_memory_terms():
     # issue 11 case 1: 8 GPUs, FSDP, micro-batch 2, torchtitan's op policy; FSDP2 mixed precision: no autocast
     arch = models.get("llama3-8b")
-    m = memory(job(arch, global_batch=16, seq=8192, precision=Precision()), Layout(dp=8, shard="fsdp", mb=2, ac="op"))
+    m = memory(job(arch, global_batch=16, seq=8192, precision=Precision(), loss="upcast-del"),
+               Layout(dp=8, shard="fsdp", mb=2, ac="op"))
     sbh = 8192 * 2 * 4096
-    # 32 layers keep 15.53 s b h; the layer being recomputed holds its 41 s b h working set; the last stage also
-    # keeps the final norm's and the head's inputs (2 + 2 s b h)
-    assert m.activations == pytest.approx(32 * (15.5 + 128 / 4096) * sbh + 41 * sbh + 4 * sbh)
+    # 32 layers keep 15.53 s b h; the layer being recomputed holds its working set, 41 s b h plus eager Llama's
+    # 2 + 2 (RMSNorm outputs before the weight, 16-bit residual) and K, V repeated to 32 heads 4 x (1 - 8/32) = 3;
+    # the last stage also keeps the final norm's and the head's inputs (2 + 2 s b h)
+    assert m.activations == pytest.approx(32 * (15.5 + 128 / 4096) * sbh + (41 + 4 + 3) * sbh + 4 * sbh)
     assert m.params + m.optimizer == pytest.approx(12 * arch.params() / 8)  # fp32 weights + Adam, sharded
     assert m.grads == 0  # one micro-batch: zero_grad(set_to_none) left none at the start of backward
-    # the upcast loss: 12 bytes per logit (log-softmax output, its incoming and outgoing gradients, fp32)
+    # the upcast loss in torchtitan's loop, which deletes its logits: 12 bytes per logit (log-softmax output, its
+    # incoming and outgoing gradients, fp32)
     assert m.loss == 12 * 16384 * 128256
     assert m.autocast == 0  # FSDP gathers 16-bit weights itself
 
@@ -105,7 +108,8 @@ def test_fsdp_terms_for_llama3_70b_on_64_gpus():
     # full recompute: every layer's input, plus one layer's working set while it is recomputed; for Llama-3-70B
     # (kv = h/8, f = 3.5 h, SwiGLU, no dropout) that set is 4 norms + 2 QKV in + 2 Q + 0.25 K + 0.25 V
     # + 2 attention out + 2 MLP in + 4 x 7 SwiGLU tensors = 40.5 s b h bytes; + final norm and head inputs
-    assert m.activations == pytest.approx(80 * 2 * 8192 * 8192 + 40.5 * 8192 * 8192 + 4 * 8192 * 8192)
+    # the recomputed layer's working set: 40.5 + eager Llama's 2 + 2 and 4 x (1 - 8/64) (module docstring)
+    assert m.activations == pytest.approx(80 * 2 * 8192 * 8192 + (40.5 + 4 + 3.5) * 8192 * 8192 + 4 * 8192 * 8192)
     assert m.loss == pytest.approx(4 * 8192 * arch.vocab)  # fused: 16-bit logits and their gradient
     assert m.buffers == pytest.approx(6 * arch.layer_params())  # 2 gathered layers (bf16) + 1 layer of grads
     assert m.margin == ALLOCATOR_MARGIN_BYTES and m.runtime == RUNTIME_BYTES
@@ -150,8 +154,8 @@ def test_uneven_stages_move_the_peak_to_the_stage_that_holds_most():
     # fewer layers on the first stage: its 4 micro-batches of 6 layers no longer outweigh stage 1's 3 x 10
     light = memory(j, Layout(pp=4, dp=2, mb=1, stages=(6, 10, 10, 6)))
     sbh = 8192 * 4096
-    assert even.stage == 0 and even.activations == pytest.approx(4 * 8 * 41 * sbh)
-    assert light.stage == 1 and light.activations == pytest.approx(3 * 10 * 41 * sbh)
+    assert even.stage == 0 and even.activations == pytest.approx(4 * 8 * (41 + 4 + 3) * sbh)
+    assert light.stage == 1 and light.activations == pytest.approx(3 * 10 * (41 + 4 + 3) * sbh)
 
 
 def test_hsdp_shards_inside_a_machine():
@@ -174,13 +178,14 @@ def test_gpt124m_single_step_by_hand_under_autocast():
     """``gpucomm train --model gpt-124m --global-batch 16`` on one H200 (bf16 autocast over fp32 weights, fused
     AdamW, no dropout, upcast loss): the peak is the start of backward."""
     arch = models.get("gpt-124m")
-    m = memory(job(arch, global_batch=16, seq=1024, gpus=1, precision=Precision()), Layout(mb=16))
+    m = memory(job(arch, global_batch=16, seq=1024, gpus=1, precision=Precision(), loss="upcast-del"),
+               Layout(mb=16))  # gpucomm train's model returns the loss: its loop holds no logits
     psi, sbh, logits = arch.params(), 1024 * 16 * 768, 1024 * 16 * 50304
     # per layer: fp32 norm inputs 4 + 4, QKV input 2, Q K V 6, attention output 2, MLP input 2, GeLU in/out 8 + 8
     assert m.activations == pytest.approx(12 * 36 * sbh + (4 + 2) * sbh)
     assert m.params == 4 * psi and m.optimizer == 8 * psi and m.grads == 0
     assert m.autocast == 2 * arch.matmul_params()  # each matmul's bf16 weight copy, saved for backward
-    assert m.loss == 12 * logits
+    assert m.loss == 12 * logits  # the loss's fp32 tensors
     # 16.0 GiB by hand; the H200 run measured 16.05 GiB allocated (train-host-r2_h200x1_2026-12-03, single)
     assert m.allocated / 2**30 == pytest.approx(16.05, rel=0.02)
 
@@ -207,7 +212,7 @@ def test_colocated_replicas_add_up_and_dataparallel_shares_device_zero():
     # device 0: weights + its replica's copy, one optimizer, both replicas' activations and casts, and the loss
     # over the whole gathered batch of 16
     assert dp.params == 2 * 4 * psi and dp.optimizer == 8 * psi
-    assert dp.loss == 12 * 16 * 1024 * 50304
+    assert dp.loss == 14 * 16 * 1024 * 50304
     assert dp.activations == pytest.approx(2 * one.activations)
 
 
@@ -238,3 +243,26 @@ def test_model_state_terms_bad_stage_or_count():
         model_state_terms(4, 1, 1, weight_bytes=4, grad_bytes=4, optimizer_bytes=8)
     with pytest.raises(ValueError, match="n: expected"):
         model_state_terms(0, 1, 0, weight_bytes=4, grad_bytes=4, optimizer_bytes=8)
+
+
+def test_the_loss_counts_the_logits_the_loop_holds_per_implementation():
+    """Hand values per logit with 16-bit compute (module docstring, **Loss**): upcast and autocast 12 B of fp32
+    tensors + the 2 B logits the loop holds = 14; torchtitan's loop deletes them (12); fused 4."""
+    from gpucomm.advisor.memory import loss_bytes_per_logit
+
+    assert [loss_bytes_per_logit(k, 2) for k in ("upcast", "autocast", "upcast-del", "fused")] == [14, 14, 12, 4]
+    arch = models.get("gpt-124m")
+    for loss, per in (("upcast", 14), ("autocast", 14), ("upcast-del", 12), ("fused", 4)):
+        m = memory(job(arch, global_batch=4, seq=1024, precision=Precision(), loss=loss), Layout(mb=4))
+        assert m.loss == per * 4 * 1024 * arch.vocab, loss
+
+
+def test_eager_llama_saves_its_norm_outputs_and_repeated_kv():
+    """Llama-3-8B (kv = h / 4) under autocast over fp32 weights, ac=none: eager adds RMSNorm's two outputs before
+    the weight at the fp32 residual's 4 B (8) and K, V repeated to every head 4 x (1 - 1/4) = 3: 11 s b h per
+    layer beyond the fused stack's."""
+    arch = models.get("llama3-8b")
+    sbh = 4096 * 1 * 4096
+    eager = memory(job(arch, global_batch=1, seq=4096, precision=Precision()), Layout(mb=1))
+    fused = memory(job(arch, global_batch=1, seq=4096, precision=Precision(), software="fused"), Layout(mb=1))
+    assert eager.activations - fused.activations == pytest.approx(32 * 11 * sbh)

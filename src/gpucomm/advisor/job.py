@@ -8,8 +8,12 @@ Software keys, each with its default (the CLI states them in every answer):
 * ``kernels`` (``--kernels``): ``fused`` (default: flash attention, fused elementwise kernels, sequence
   parallel) or ``unfused`` (Megatron-LM 2019's stack; :func:`gpucomm.advisor.timing.unfused_layer_bytes`).
 * ``loss`` (``--loss``): how the cross-entropy holds the logits (:mod:`gpucomm.advisor.memory`, **Loss**).
-  ``upcast`` (default): ``F.cross_entropy`` on fp32 logits, what a plain PyTorch loop (nanoGPT, torchtitan's
-  ``cross_entropy_loss``, ``gpucomm train``) runs; ``fused``: a fused or chunked kernel that never holds an
+  ``upcast`` (default): ``F.cross_entropy`` on fp32 logits in a plain PyTorch loop that holds its 16-bit logits
+  through backward (nanoGPT's ``logits, loss = model(X, Y)``); ``autocast``: the same loop with
+  ``F.cross_entropy`` on the 16-bit logits under autocast (which runs ``log_softmax`` in fp32: the same memory,
+  timed as measured); ``upcast-del``: the upcast loss in a loop that keeps no reference to its logits
+  (torchtitan's ``cross_entropy_loss`` on ``pred.float()``, then ``del pred``; ``gpucomm train``, whose model
+  returns the loss); ``fused``: a fused or chunked kernel that never holds an
   fp32 copy of the logits (flash-attn's ``CrossEntropyLoss``, LLM Foundry's default ``fused_crossentropy``;
   Megatron's vocab-parallel loss works on the logits in place).
 * ``precision``: compute dtype, weight storage and optimizer (:mod:`gpucomm.advisor.precision`).
@@ -32,7 +36,7 @@ from gpucomm.models import Architecture
 __all__ = ["KERNELS", "LOSSES", "SOFTWARE", "Job"]
 
 KERNELS = ("fused", "unfused")
-LOSSES = ("upcast", "fused")
+LOSSES = ("upcast", "autocast", "upcast-del", "fused")
 SOFTWARE = ("eager", "compiled", "fused")
 
 

@@ -44,6 +44,15 @@ parallel with sequence parallel (every term divides by t).  In units of ``s b h`
   (torchtitan expands K and V to every head before SDPA, ``repeat_kv``, so without checkpointing it stores
   them at full width, ``+ 3`` for 8B; counted at the GQA width here, as flash attention's native GQA stores.)
 
+**Eager Llama** (``Job.software`` ``eager``: a Llama layer as Meta's reference ``model.py`` and torchtitan write
+it, run without fusion) saves two things the derivation above does not: RMSNorm's normalised input before it
+is scaled by the weight, at the residual stream's width (``_norm(x.float()).type_as(x) * weight``: the
+multiply saves it for the weight's gradient; ``r + r``, 4 bytes each under autocast over fp32 weights), and K
+and V repeated to every head before SDPA (``repeat_kv``: SDPA saves its inputs at full width,
+``4 (1 - kv / h)`` beyond the GQA width).  (The rotary embedding's fp32 complex product saves nothing large:
+the frequencies need no gradient, so ``xq * freqs`` keeps only the frequencies.)  Fused stacks (``software``
+fused, compiled) fuse these away.
+
 By checkpointing mode:
 
 * ``none``: the terms above.  Flash attention (``kernels=fused``: every run in the published set after 2022
@@ -72,7 +81,10 @@ et al. SC21's ``(1 + (pp - 1) / (pp vpp))`` factor.  Computed from the real stag
 fp32 output (``_log_softmax_backward_data(grad, output, ...)``, ``tools/autograd/derivatives.yaml``), so at
 the start of backward the saved fp32 log-softmax, the fp32 gradient ``nll_loss`` passes back and the fp32
 gradient of the upcast logits are alive together (3 x 4 bytes; the issue's 2 x 8192 x 128256 x 4 B = 7.8 GiB
-each for two 8,192-token Llama-3 samples).  ``fused`` = 4 bytes: the 16-bit logits and their 16-bit gradient.
+each for two 8,192-token Llama-3 samples), and the 16-bit logits themselves, which the loop a user writes holds
+(nanoGPT's ``logits, loss = model(X, Y)``; they stay alive through backward and the optimizer step): 14 bytes
+with 16-bit compute.  Cross-entropy on 16-bit logits under autocast holds the same (autocast runs
+``log_softmax`` in fp32).  ``fused`` = 4 bytes: the 16-bit logits and their 16-bit gradient.
 DataParallel computes the loss on device 0 over the whole gathered batch.
 
 **Autocast copies**: under ``torch.autocast`` over fp32 weights, every matmul casts its weight to 16 bits and
@@ -109,7 +121,8 @@ from gpucomm.advisor.layout import GATHERED, Layout
 from gpucomm.models import Architecture
 
 __all__ = ["ALLOCATOR_MARGIN_BYTES", "BUCKET_BYTES", "RUNTIME_BYTES", "MemoryTerms", "activation_bytes_per_layer",
-           "activation_terms", "in_flight", "memory", "model_state_terms", "shard_size", "stage_params"]
+           "activation_terms", "in_flight", "loss_bytes_per_logit", "memory", "model_state_terms", "shard_size",
+           "stage_params"]
 
 GiB = 2**30
 RUNTIME_BYTES = 1 * GiB
@@ -123,8 +136,15 @@ BUCKET_BYTES = 2 * 25 * 2**20
 """Two of the 25 MiB reduce buckets of zero1/zero2 (one filling, one in flight)."""
 _ZERO3_LIVE_PARAMS = 1e9
 _ZERO3_REDUCE_BUCKET = 5e8
-_LOSS_BYTES = {"upcast": 12.0, "fused": 4.0}
-"""Bytes per logit the loss holds at the start of backward (module docstring, **Loss**)."""
+_LOSS_BYTES = {"upcast": 12.0, "autocast": 12.0, "upcast-del": 12.0, "fused": 4.0}
+"""Bytes per logit the loss's own tensors hold at the start of backward (module docstring, **Loss**)."""
+
+
+def loss_bytes_per_logit(loss: str, compute_bytes: float) -> float:
+    """Bytes per logit at the loss's peak (module docstring, **Loss**): ``upcast`` and ``autocast`` also count the
+    16-bit logits the training loop holds (``logits = model(x)``, alive until the step ends); ``upcast-del``'s
+    loop deletes them before backward (torchtitan); ``fused``'s 4 include them."""
+    return _LOSS_BYTES[loss] + (compute_bytes if loss in ("upcast", "autocast") else 0.0)
 _TERMS = ("params", "grads", "optimizer", "activations", "loss", "autocast", "buffers")
 
 
@@ -166,7 +186,7 @@ class MemoryTerms:
 
 
 def activation_terms(arch: Architecture, ac: str, flash: bool = True, s: float = 0.0,
-                     residual_bytes: float = 2.0) -> dict[str, float]:
+                     residual_bytes: float = 2.0, eager: bool = False) -> dict[str, float]:
     """One layer's stored activations of ``arch``, tensor by tensor, in bytes per ``s b h`` (module doc).
 
     ``s`` (tokens of one sequence on this GPU) matters only for the score terms, when ``flash`` is False.
@@ -174,7 +194,8 @@ def activation_terms(arch: Architecture, ac: str, flash: bool = True, s: float =
     full or per-op checkpointing keeps as the layer's input: 2 with 16-bit weights, 4 under autocast over
     fp32 weights (the embedding and the residual adds stay fp32; ``layer_norm`` and ``rms_norm`` are on
     autocast's fp32 list, ``aten/src/ATen/autocast_mode.h``).  Other tensors are 16-bit: multiply by 2 for
-    fp32 compute (:func:`layer_bytes`).
+    fp32 compute (:func:`layer_bytes`).  ``eager``: a Llama layer written as Meta's reference ``model.py`` runs
+    in eager PyTorch (module docstring, **Eager Llama**), which saves more than the derivation above.
     """
     h, a = arch.hidden, arch.heads
     kv_h, f_h = arch.kv_dim / h, arch.ffn_hidden / h
@@ -194,6 +215,9 @@ def activation_terms(arch: Architecture, ac: str, flash: bool = True, s: float =
     if swiglu:
         terms.update({"gate (SiLU input)": 2.0 * f_h, "SiLU output": 2.0 * f_h, "up (w3 output)": 2.0 * f_h,
                       "gate x up (w2 input)": 2.0 * f_h})
+        if eager:
+            terms["norm outputs before the weight"] = 2.0 * r
+            terms["K and V repeated to every head (repeat_kv)"] = 4.0 * (1.0 - kv_h)
     else:
         terms.update({"GeLU input": 2.0 * f_h, "GeLU output": 2.0 * f_h})
     if arch.dropout:
@@ -208,13 +232,16 @@ def activation_terms(arch: Architecture, ac: str, flash: bool = True, s: float =
 
 
 @functools.lru_cache(maxsize=4096)
-def layer_bytes(arch: Architecture, ac: str, *, flash: bool, s: float, autocast: bool, compute_bytes: int) -> float:
+def layer_bytes(arch: Architecture, ac: str, *, flash: bool, s: float, autocast: bool, compute_bytes: int,
+                eager: bool = False) -> float:
     """One layer's stored activations in bytes per ``s b h`` for the job's numerics (:func:`activation_terms`):
     16-bit terms as derived, doubled for fp32 compute (dropout masks stay 1 byte); the residual stream fp32
     under autocast."""
-    terms = activation_terms(arch, ac, flash, s, residual_bytes=4.0 if autocast or compute_bytes == 4 else 2.0)
+    terms = activation_terms(arch, ac, flash, s, residual_bytes=4.0 if autocast or compute_bytes == 4 else 2.0,
+                             eager=eager)
     scale = compute_bytes / 2
-    return sum(v if k in ("dropout masks", "layer input", "block input", "norm inputs") or "logsumexp" in k
+    return sum(v if k in ("dropout masks", "layer input", "block input", "norm inputs", "norm outputs before the "
+                          "weight") or "fp32" in k
                else v * scale for k, v in terms.items())
 
 
@@ -332,8 +359,9 @@ def memory(job: Job, layout: Layout, margin_bytes: float | None = None) -> Memor
     m = job.global_batch // (L.dp * L.mb)
     s = job.seq / L.cp
     sbh = s * L.mb * arch.hidden / tp
-    per_layer = layer_bytes(arch, L.ac, flash=flash, s=s, autocast=cast, compute_bytes=c) * sbh
-    working = layer_bytes(arch, "none", flash=flash, s=s, autocast=cast, compute_bytes=c) * sbh
+    eager = job.software == "eager"
+    per_layer = layer_bytes(arch, L.ac, flash=flash, s=s, autocast=cast, compute_bytes=c, eager=eager) * sbh
+    working = layer_bytes(arch, "none", flash=flash, s=s, autocast=cast, compute_bytes=c, eager=eager) * sbh
     # persistent gradient buffers: replicated's bucket views, the 16-bit-weight stacks' contiguous buffers
     persistent = wrap == "replicated" or prec.weights != "fp32"
     regather = L.regather
@@ -362,7 +390,7 @@ def memory(job: Job, layout: Layout, margin_bytes: float | None = None) -> Memor
         if last:
             acts += (4.0 if cast else c) * sbh + c * sbh  # final norm input, head input
             tokens = s * (job.global_batch if wrap == "dataparallel" else L.mb)
-            loss = _LOSS_BYTES[job.loss] * tokens * arch.vocab / tp
+            loss = loss_bytes_per_logit(job.loss, c) * tokens * arch.vocab / tp
         autocast = 0.0
         if cast:
             head = arch.vocab * arch.hidden / tp if last else 0.0

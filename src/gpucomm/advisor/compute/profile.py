@@ -270,7 +270,7 @@ class ProfileSource:
         per_stage = math.ceil(arch.layers / layout.pp)
         notes: list[str] = []
         lay = self._tables.layer(shape, cp, software, notes)
-        loss = "upcast" if job.loss == "upcast" else "autocast"
+        loss = "autocast" if job.loss in ("autocast", "fused") else "upcast"
         vocab = max(1, arch.vocab // tp)
         head_c, head_m = self._tables.head(HeadShape(family=shape.family, vocab=vocab, hidden=arch.hidden,
                                                      seq=seq, mb=layout.mb, loss=loss), notes)
@@ -313,7 +313,7 @@ class ProfileSource:
             lines.append("--software fused: the layer's matmuls and attention as measured alone plus fused "
                          f"elementwise traffic ({datasheet.EW_PASSES:g} passes over the stored activations) at the "
                          f"measured copy bandwidth {p.device.get('copy_gbps', 0):,.0f} GB/s; derived, not measured")
-        if job.loss != "upcast":
+        if job.loss == "fused":
             lines.append(f"--loss {job.loss}: timed as cross-entropy on bf16 logits under autocast (the closest "
                          "loss the profile measures)")
         return lines
