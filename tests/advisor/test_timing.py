@@ -154,3 +154,27 @@ def test_calibrated_collectives_reach_tensor_parallel_too():
     calibrated = step_time(arch, Layout(tp=2, mb=1), slow, **kw)
     # 4 all-reduce equivalents per layer per micro-batch, 32 layers, 16 micro-batches, at 0.1 s each
     assert calibrated.tp_s == pytest.approx(4 * 32 * 16 * 0.1) and base.tp_s < calibrated.tp_s
+
+
+def test_a_host_bound_step_takes_the_hosts_time_and_pipeline_slots_the_longer_of_the_two():
+    """Hand computation (timing module docstring, **Host**): one GPU, 4 layers, 2 micro-batches, the device
+    1 ms a layer + 3 ms head and loss, a 2 ms optimizer step; the host needs 5 ms a layer: the step is
+    2 x 4 x 5 = 40 ms of host where the device needs 2 x 7 + 2 = 16 ms."""
+    import dataclasses
+
+    from gpucomm.advisor.compute.parts import ComputeParts
+
+    arch = dataclasses.replace(models.get("gpt-124m"), layers=4)
+    job = Job(arch=arch, profile=hardware.get("h200-nvswitch"), nodes=1, gpus_per_node=1, global_batch=2,
+              seq=1024, precision=Precision())
+    parts = ComputeParts(t_mb=7e-3, t_head=3e-3, gemm_fwd_s=0.0, attn_fwd_s=0.0, per_stage=4, fixed_s=2e-3,
+                         host_layer_s=5e-3)
+    st = timing._assemble(job, Layout(mb=1), parts)
+    assert st.step_s == pytest.approx(40e-3) and st.host_wait_s == pytest.approx(40e-3 - 16e-3)
+    fast = timing._assemble(job, Layout(mb=1), dataclasses.replace(parts, host_layer_s=1e-3))
+    assert fast.host_wait_s == 0 and fast.step_s == pytest.approx(16e-3)  # device-bound: untouched
+    # two pipeline stages of 2 layers synchronise every micro-batch: each slot is max(device, host)
+    job2 = dataclasses.replace(job, nodes=1, gpus_per_node=2)
+    two = timing._assemble(job2, Layout(pp=2, mb=1), dataclasses.replace(parts, per_stage=2, t_mb=5e-3))
+    assert two.host_wait_s == 0
+    assert two.step_s - two.p2p_s - two.optimizer_s == pytest.approx(2 * 10e-3 + 10e-3)  # 2 slots + bubble

@@ -49,6 +49,12 @@ serial transfers (:func:`dataparallel_parts`) and runs every replica's loss on d
 compute slowdown (:mod:`gpucomm.advisor.wrappers`).  Replicas that share a device (``Job.colocated``: several
 on one GPU, or CPU "devices" sharing the host's cores) run one after another: their compute multiplies.
 
+**Host**: in an eager loop the host issues every kernel and runs ahead of the device (nothing synchronises
+inside a step), so a step takes the longer of the device's work and the host's: on one stage, when the host's
+time for the layers (``ComputeParts.host_layer_s`` per layer, measured: a per-op checkpointing policy runs
+Python for every op) exceeds the device's whole step, the device waits the difference (``host_wait_s``);
+pipeline stages, which synchronise every micro-batch, take the longer of the two per slot.
+
 **Optimizer**: the compute source's optimizer step over the local parameters (measured, or Adam's bytes at the
 HBM bandwidth), unless measured whole steps give a per-step cost (``ComputeParts.fixed_s``).
 """
@@ -111,6 +117,8 @@ class StepTime:
     """The wrapper's host cost and compute slowdown (:mod:`gpucomm.advisor.wrappers`)."""
     extrapolated: tuple[str, ...] = ()
     """What the compute source looked up outside its measured grid (one line each); empty otherwise."""
+    host_wait_s: float = 0.0
+    """Device time spent waiting for the host to issue work (module docstring, **Host**)."""
 
     @property
     def exposed_comm_s(self) -> float:
@@ -266,6 +274,9 @@ def _assemble(job: Job, layout: Layout, parts: ComputeParts) -> StepTime:
     per_layer = t_layer + tp_layer + cp_layer
     times = [n * per_layer + (t_head if r == len(stages) - 1 else 0.0) + (t_emb if r == 0 else 0.0)
              for r, n in enumerate(stages)]
+    host = [n * parts.host_layer_s for n in stages]  # the host's time to issue each stage's layers
+    if L.pp > 1:  # micro-batches synchronise the stages: each slot takes the longer of device and host
+        times = [max(t, hst) for t, hst in zip(times, host, strict=True)]
     slot = max(times)
     slowest = times.index(slot)
     bubble = (sum(times) - slot) / L.vpp if L.pp > 1 else 0.0
@@ -315,11 +326,15 @@ def _assemble(job: Job, layout: Layout, parts: ComputeParts) -> StepTime:
     wc = wrappers.cost(profile, L)
     compute = m * t_slow + opt
     overhead = wc.per_device_s * n + wc.slowdown * compute
-    step = m * slot + bubble + p2p + dp_exposed + opt + overhead
+    host_wait = 0.0
+    if L.pp == 1:  # the host runs ahead across the whole step: the device waits only for what it lacks
+        host_wait = max(0.0, m * host[0] * share - (m * slot + opt))
+    step = m * slot + bubble + p2p + dp_exposed + opt + overhead + host_wait
     tp_s, cp_s = m * stages[slowest] * tp_layer, m * stages[slowest] * cp_layer
     return StepTime(step_s=step, compute_s=compute, tp_s=tp_s, cp_exposed_s=cp_s, bubble_s=bubble,
                     p2p_s=p2p, dp_exposed_s=dp_exposed, dp_total_s=dp_total, optimizer_s=opt, micro_batches=m,
-                    efficiency=parts.efficiency, overhead_s=overhead, extrapolated=parts.extrapolated)
+                    efficiency=parts.efficiency, overhead_s=overhead, extrapolated=parts.extrapolated,
+                    host_wait_s=host_wait)
 
 
 def dataparallel_parts(job: Job, layout: Layout) -> dict[str, float]:

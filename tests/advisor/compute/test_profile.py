@@ -90,17 +90,25 @@ def test_checkpointing_adds_the_forward_work_it_reruns_and_stops_before_the_last
         assert got - base == pytest.approx(extra), ac
 
 
-def test_a_layer_takes_at_least_the_fastest_it_ran_at_any_shape_the_hosts_cost():
-    """The floor of a (family, mode) is its fastest measured forward + backward: a layer smaller than every
-    measured one (tp 8 of a 1,024-wide layer, 1,024 tokens) is priced at the floor, not below it."""
+def test_the_hosts_time_is_the_median_of_the_host_bound_points():
+    """A point is host-bound when the device work the lookups price at its shape fills less than half its
+    measured time; the host's time of its (family, mode) is the median of those points' times."""
     p = synthetic()
+    ops = [r for r in p.points["layer"] if r["family"] == "gpt" and r["ac"] == "op"]
+    walls = []
+    for r, k in zip(ops[:3], (3.0, 4.0, 10.0), strict=True):  # three host-bound points (k x their device time)
+        t = r["fwd_s"] + r["bwd_s"]
+        r["fwd_s"], r["bwd_s"] = k * r["fwd_s"], k * r["bwd_s"]
+        walls.append(k * t)
+    ops[3]["bwd_s"] += 0.5 * (ops[3]["fwd_s"] + ops[3]["bwd_s"])  # 1.5 x: not host-bound
     src = ProfileSource(p)
-    arch = _arch("gpt", 1024)
-    floor = min(r["fwd_s"] + r["bwd_s"] for r in p.points["layer"] if r["family"] == "gpt" and r["ac"] == "op")
-    got, _ = _layer_s(src, arch, Layout(tp=8, mb=1, ac="op"))
-    assert got == pytest.approx(floor)
-    big, _ = _layer_s(src, arch, Layout(mb=4, ac="op"), seq=4096)
-    assert big > floor  # above the floor the mechanics price it
+    parts = src.parts(_job(_arch("gpt", 1024)), Layout(mb=1, ac="op"))
+    assert parts.host_layer_s == pytest.approx(sorted(walls)[1])
+    # a mode without host-bound points, and fused stacks, leave the host out (the former says so)
+    full = src.parts(_job(_arch("gpt", 1024)), Layout(mb=1, ac="full"))
+    assert full.host_layer_s == 0 and any("no host-bound point" in n for n in full.extrapolated)
+    fused = src.parts(_job(_arch("gpt", 1024), software="fused"), Layout(mb=1, ac="op"))
+    assert fused.host_layer_s == 0
 
 
 def test_outside_the_grid_the_answer_says_extrapolated_and_holds_the_per_flop_time():
@@ -192,9 +200,9 @@ def test_shapes_the_profile_cannot_answer_are_refused_with_the_fix():
     with pytest.raises(ProfileError, match=r"no llama layers measured, and nothing to extrapolate from; measure them: "
                                            r"gpucomm measure --arch"):
         src.parts(_job(_arch("llama", 2048)), Layout())
-    # a checkpointing mode without points is priced by its mechanics; the answer says its host floor is missing
+    # a checkpointing mode without points is priced by its mechanics; the answer says its host time is missing
     parts = src.parts(_job(_arch("gpt", 2048)), Layout(ac="full"))
-    assert "gpt layers with ac=full not measured: no host floor for them" in parts.extrapolated
+    assert any("gpt layers with ac=full: no host-bound point measured" in n for n in parts.extrapolated)
 
 
 def test_software_and_dtype_the_profile_did_not_measure_are_refused():

@@ -52,3 +52,7 @@ class ComputeParts:
     source does not price it separately: the datasheet model counts no embedding time)."""
     extrapolated: tuple[str, ...] = ()
     """Lines naming what was looked up outside a measured profile's grid (:class:`Lookup`); empty otherwise."""
+    host_layer_s: float = 0.0
+    """The host's time to issue one layer's forward and backward (eager PyTorch: Python, dispatch, launches;
+    0 where unknown).  The host runs ahead of the device, so a step takes the longer of the device's work and
+    the host's (:func:`gpucomm.advisor.timing.step_time`, **Host**)."""

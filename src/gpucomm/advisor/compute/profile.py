@@ -41,10 +41,16 @@ benchmarks/results/advisor-single-gpu_h200x1_2026-12-04.txt).  What is rerun
 last saved tensor is back (early stop, PyTorch's default), so the layer's last matmul never runs again; ``full``
 reruns the other matmuls, the elementwise forward and attention's forward; ``op`` the elementwise forward and
 the matmuls its policy does not save; ``selective`` attention's forward.  The elementwise forward is the
-forward's rest minus its matmuls replayed alone.  A layer also takes at least its *host floor*: the fastest its
-(family, mode) ran at any measured shape — the host's cost of issuing its kernels, which the device cannot go
-below in an eager loop (not applied to ``fused``).  On the profile's own checkpointed points this prices
-within a median 1-2% (H200 profile, 190 points).
+forward's rest minus its matmuls replayed alone.  On the profile's own checkpointed points that are not
+host-bound this prices within a median 1-2%, and whole two-layer steps with ``full`` within 2%.
+
+**Host** (``ComputeParts.host_layer_s``): an eager layer is also work for the host — Python, dispatch, launches;
+``op``'s policy runs Python for every op — and a point whose device work (as priced above) fills less than half
+its measured time was paced by the host.  The host's time of a (family, mode) is the median time of its
+host-bound points (a property of the code, not of the shape: the kernels issued are the same); the step takes
+the longer of the device's work and the host's (:mod:`gpucomm.advisor.timing`, **Host**).  On the H200
+profile only ``op`` layers have host-bound points: 6.2 ms (GPT) and 12.8 ms (Llama) a layer.  Not applied to
+``fused``.
 
 **Software** (``Job.software``; the default ``eager``): a profile measures the stack it ran — ``eager`` (plain
 PyTorch) or ``compiled`` (each module under ``torch.compile``: ``gpucomm measure --software compiled``).
@@ -63,6 +69,7 @@ import functools
 import json
 import math
 import os
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,7 +285,8 @@ class ProfileSource:
                                                     positions=arch.learned_positions), notes)
         own = self._tables.residual(shape, notes) if software != "fused" else 0.0
         sc = self.scale
-        t_layer = max(sc(lay.compute_s, lay.memory_s), lay.floor_s)
+        t_layer = sc(lay.compute_s, lay.memory_s)
+        host = self._tables.host_s(shape, software, notes)  # the host's time: not scaled by a derived profile
         t_head = sc(head_c, head_m)
         t_emb = sc(0.0, emb) + own  # the step's own work (host) is not scaled; it runs on the first stage
         t_mb = per_stage * t_layer + t_head + t_emb
@@ -286,7 +294,8 @@ class ProfileSource:
         eff = shape.gemm_flops() / (t_layer * peak) if peak and t_layer > 0 else 0.0
         return ComputeParts(t_mb=t_mb, t_head=t_head, t_embedding=t_emb, gemm_fwd_s=sc(lay.gemm_fwd_s, 0.0),
                             attn_fwd_s=sc(lay.attn_fwd_s, 0.0), per_stage=per_stage,
-                            loss_s=sc(0.0, head_m), efficiency=eff, extrapolated=tuple(dict.fromkeys(notes)))
+                            loss_s=sc(0.0, head_m), efficiency=eff, extrapolated=tuple(dict.fromkeys(notes)),
+                            host_layer_s=host)
 
     def optimizer_s(self, job, params: float) -> Lookup:
         """Fused AdamW over ``params`` parameters: seconds per parameter interpolated over the parameter count."""
@@ -345,8 +354,6 @@ class _Layer:
     memory_s: float
     gemm_fwd_s: float
     attn_fwd_s: float
-    floor_s: float = 0.0
-    """The host's cost of the layer (not scaled by a derived profile's clocks): the layer takes at least this."""
 
 
 class _Tables:
@@ -404,14 +411,23 @@ class _Tables:
         return by
 
     @functools.cached_property
-    def _floor(self) -> dict[tuple[str, str], float]:
-        """Per (family, checkpointing mode): the fastest forward + backward of a layer at any measured shape —
-        the host's cost of issuing its kernels (module docstring, **Checkpointing**)."""
-        by: dict[tuple[str, str], float] = {}
+    def _host(self) -> dict[tuple[str, str], float]:
+        """Per (family, checkpointing mode): the host's time to issue one layer's forward and backward — the
+        median measured time of the layer points that are host-bound, whose device work (the ``ac=none`` layer
+        at that shape plus what the mode reruns) fills less than half of it (module docstring, **Host**).
+        Absent where no point is host-bound (``ac=none`` points, whose lookup is their own measured time)."""
+        by: dict[tuple[str, str], list[float]] = {}
         for r in self.layers:
-            k = (r["family"], r.get("ac", "none"))
-            by[k] = min(by.get(k, math.inf), r["fwd_s"] + r["bwd_s"])
-        return by
+            s = _layer_shape(r)
+            wall = r["fwd_s"] + r["bwd_s"]
+            try:
+                lay = self.layer(s, 1, "eager", [])
+            except (ProfileError, GridError):
+                continue
+            busy = lay.compute_s + lay.memory_s
+            if busy < 0.5 * wall:
+                by.setdefault((s.family, s.ac), []).append(wall)
+        return {k: statistics.median(v) for k, v in by.items()}
 
     @functools.cached_property
     def _gemm(self) -> dict[str, list]:
@@ -455,16 +471,23 @@ class _Tables:
             ew_fwd *= fused / other if other > 0 else 0.0
             other = fused
         redo = self.recompute_s(shape, ew_fwd, gemm * g_fwd, af)
-        floor = 0.0
-        if software != "fused":  # fused stacks are not eager PyTorch's host: no measured floor applies
-            floor = self._floor.get((shape.family, shape.ac), 0.0)
-            if shape.ac != "none" and (shape.family, shape.ac) not in self._floor:
-                notes.append(f"{shape.family} layers with ac={shape.ac} not measured: no host floor for them")
         # compute-bound: matmuls and attention; memory-bound: the rest (recomputation split the same way)
         compute = gemm + af + ab
         ew_redo = ew_fwd if shape.recomputes_elementwise() else 0.0
         return _Layer(compute_s=compute + redo - ew_redo, memory_s=other + ew_redo, gemm_fwd_s=gemm * g_fwd,
-                      attn_fwd_s=af, floor_s=floor)
+                      attn_fwd_s=af)
+
+    def host_s(self, shape: LayerShape, software: str, notes: list[str]) -> float:
+        """One layer's host time (:attr:`_host`); 0 for ``fused`` (not eager PyTorch's host) or where the profile
+        has no host-bound point of the (family, mode)."""
+        if software == "fused":
+            return 0.0
+        h = self._host.get((shape.family, shape.ac))
+        if h is None and shape.ac != "none":
+            notes.append(f"{shape.family} layers with ac={shape.ac}: no host-bound point measured; the host's "
+                         "time is left out")
+            return 0.0
+        return h or 0.0
 
     @staticmethod
     def recompute_s(shape: LayerShape, ew_fwd: float, gemm_fwd: float, attn_fwd: float) -> float:
@@ -551,7 +574,8 @@ class _Tables:
         params = r["layers"] * (s.mm_params() + 4 * s.hidden) + r["vocab"] * s.hidden * (1 if s.family == "gpt"
                                                                                         else 2)
         opt, _ = self.optimizer(params)
-        return r["layers"] * max(lay.compute_s + lay.memory_s, lay.floor_s) + c + m + emb + opt
+        host = self.host_s(s, "eager", notes)
+        return max(r["layers"] * (lay.compute_s + lay.memory_s) + c + m + emb + opt, r["layers"] * host)
 
     def residual(self, shape: LayerShape, notes: list[str]) -> float:
         pts = [(c, own) for c, own, _ in self._steps.get(shape.family, []) if own is not None]
