@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -139,6 +140,24 @@ def test_run_dirs_are_named_by_command_utc_time_and_pid(tmp_path, monkeypatch):
     assert not planned.exists() and not planned.parent.exists()
     monkeypatch.chdir(tmp_path)
     assert R.new_run_dir("advise").parent == R.RESULTS_ROOT
+
+
+def test_out_is_the_run_dir_unless_it_is_a_parent_of_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fresh = R.run_dir_for("advise", None, create=False)
+    assert fresh.parent == R.RESULTS_ROOT and fresh.name.startswith("advise-") and not fresh.exists()
+    assert R.run_dir_for("bench", "").parent == R.RESULTS_ROOT  # --out without DIR; made now (create=True)
+    assert R.run_dir_for("train", "mine", create=False) == Path("mine")  # a new directory: DIR itself
+    run = tmp_path / "parent" / "bench-1"
+    with R.RecordWriter(run, collect_env("cpu")):
+        pass
+    assert R.holds_records(run) and not R.holds_records(run.parent)
+    assert R.run_dirs_below(tmp_path / "parent") == [run]
+    inside = R.run_dir_for("advise", tmp_path / "parent", create=False)  # a parent of runs: a new run inside
+    assert inside.parent == tmp_path / "parent" and inside.name.startswith("advise-") and not inside.exists()
+    assert R.run_dir_for("bench", run) == run  # a run's own directory: written into (its lock guards it)
+    (tmp_path / "empty").mkdir()
+    assert R.run_dir_for("bench", tmp_path / "empty") == tmp_path / "empty"
 
 
 @pytest.mark.parametrize(("line", "what"), [

@@ -12,7 +12,8 @@ behind), so two runs never interleave rows in one file.
 Result directories have one name scheme, whichever command writes them (:func:`new_run_dir`):
 ``gpucomm-results/<command>-<UTC yyyymmdd-hhmmss>-<pid>/``, e.g. ``bench-20261203-141502-4711``.
 Names sort by time within a command, say which command wrote them, and two runs started in the same
-second differ by their process id.  Reports, plots and the
+second differ by their process id.  ``--out DIR`` is that directory, unless DIR is a parent of result
+directories (``gpucomm-results`` itself): then the run gets a new directory inside it (:func:`run_dir_for`).  Reports, plots and the
 advisor read records through :func:`load` and nothing else; records are JSON, never pickle.
 
 Units, fixed once: sizes in bytes; times in microseconds (``_us``) or milliseconds (``_ms``) as the
@@ -46,9 +47,12 @@ __all__ = [
     "RecordWriter",
     "ResultSet",
     "TrainRecord",
+    "holds_records",
     "load",
     "new_run_dir",
+    "run_dir_for",
     "run_dir_name",
+    "run_dirs_below",
     "parse_row",
     "validate_row",
 ]
@@ -441,6 +445,40 @@ def new_run_dir(command: str, parent: str | os.PathLike[str] = RESULTS_ROOT, *, 
             continue
         return path
     raise FileExistsError(f"{parent / base}-*: every name is taken")
+
+
+def holds_records(directory: str | os.PathLike[str]) -> bool:
+    """Whether ``directory`` itself holds a records file: it is a run's result directory (hidden files are a
+    run's private scratch, never results)."""
+    directory = Path(directory)
+    return directory.is_dir() and any(not f.name.startswith(".") for f in directory.glob("*.jsonl") if f.is_file())
+
+
+def run_dirs_below(directory: str | os.PathLike[str]) -> list[Path]:
+    """The result directories below ``directory`` (not descending into a run), in path order."""
+    found: list[Path] = []
+    for child in sorted(p for p in Path(directory).iterdir() if p.is_dir() and not p.name.startswith(".")):
+        found += [child] if holds_records(child) else run_dirs_below(child)
+    return found
+
+
+def run_dir_for(command: str, out: str | os.PathLike[str] | None, *, create: bool = True) -> Path:
+    """Where a command's ``--out`` puts its results, the same for bench, train and advise.
+
+    * no ``out`` (None or ""): a new :func:`new_run_dir` under :data:`RESULTS_ROOT`;
+    * an ``out`` that holds result directories but no records itself — a parent of runs, such as
+      ``gpucomm-results`` — : a new :func:`new_run_dir` inside it (writing into the parent itself would make
+      every run below it one run, to ``gpucomm report``);
+    * any other ``out``: that directory (made when the first record is written, by :class:`RecordWriter`).
+
+    ``create`` as for :func:`new_run_dir` (it applies to the first two cases only).
+    """
+    if out is None or str(out) == "":
+        return new_run_dir(command, create=create)
+    path = Path(out)
+    if path.is_dir() and not holds_records(path) and run_dirs_below(path):
+        return new_run_dir(command, path, create=create)
+    return path
 
 
 def _lock(directory: Path) -> int:

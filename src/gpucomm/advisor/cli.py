@@ -50,10 +50,12 @@ Hardware: ``--list-hardware`` prints every profile and network with its figures 
 measured, compute from measured steps, each wrapper's host cost) and says how well it reproduces them;
 ``--save-profile`` writes it, ``--profile`` reads it back.
 
-``--json`` prints ``{"advice": [rows, best first], "left_out": [...], "scale": [...]}``: each row has
-``layout`` (every key), ``step_time_s``, ``tokens_per_s_per_gpu``, the ``memory_*_bytes`` terms with
-``memory_allocated_bytes`` and ``memory_reserved_bytes``, ``fits``, ``mfu`` and ``reason``.  ``--out DIR``
-writes the rows as records for ``gpucomm report``.
+``--json`` prints ``{"advice": [rows, best first], "left_out": [...], "scale": [...], "answer": [...]}``: each
+row has ``layout`` (every key), ``step_time_s``, ``tokens_per_s_per_gpu``, the ``memory_*_bytes`` terms with
+``memory_allocated_bytes`` and ``memory_reserved_bytes``, ``fits``, ``mfu`` and ``reason``.  ``--out`` writes
+the rows, and the answer, as records for ``gpucomm report``: into a new
+``gpucomm-results/advise-<UTC yyyymmdd-hhmmss>-<pid>/`` (``--out`` alone, or a DIR that holds result
+directories, such as ``gpucomm-results``), else into DIR; made only once the answer is ready.
 
 Exit status: 0 ok; 2 usage error — one line naming the flag or key, the value, the rule and a fix (unknown
 hardware, model, network or layout key, a stage split that does not sum to the layers, a virtual-stage count
@@ -110,6 +112,7 @@ class AdviseConfig:
     max_gpus: int = 4096
     json: bool = False
     out: str | None = None
+    """The result directory (``--out``; "" = a new one, :func:`gpucomm.records.run_dir_for`); None: no records."""
 
     def __post_init__(self) -> None:
         for flag, v, lo, hi in (("--gpus", self.gpus, 1, LIMITS["gpus"]), ("--nodes", self.nodes, 1, LIMITS["gpus"]),
@@ -173,7 +176,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     out.add_argument("--scale", action="store_true", help="also price the named strategies from 1 GPU up")
     out.add_argument("--max-gpus", type=int, default=4096, help="largest GPU count --scale prices (default 4096)")
     out.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    out.add_argument("--out", metavar="DIR", help="write the rows as records (and the scale plot)")
+    out.add_argument("--out", metavar="DIR", nargs="?", const="",
+                     help="write the rows and the answer as records (and the scale plot) into DIR; --out alone: "
+                          "a new gpucomm-results/advise-<UTC time>-<pid>/")
     return p
 
 
@@ -214,7 +219,10 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         cfg = config_from_args(args)
-        if cfg.out:
+        if cfg.out is not None:
+            from gpucomm.records import run_dir_for
+
+            cfg.out = str(run_dir_for("advise", cfg.out, create=False))  # made when the records are written
             bad = _unwritable(cfg.out)
             if bad:
                 return _usage(bad)
@@ -243,12 +251,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _unwritable(out: str) -> str:
     """Why ``--out`` cannot become a results directory (checked before anything runs or prints), or ""."""
+    import os
+
     path = Path(out)
     if path.exists() and not path.is_dir():
         return f"--out {out!r}: is a file, not a directory; give a new or existing directory"
-    for parent in path.parents:
+    for parent in (path, *path.parents):
         if parent.exists():
             if not parent.is_dir():
                 return f"--out {out!r}: {str(parent)!r} is a file; give a path under a directory"
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return f"--out {out!r}: {str(parent)!r} is not writable; give a writable directory"
             break
     return ""

@@ -16,7 +16,7 @@ from gpucomm.advisor import calibrate
 from gpucomm.advisor.answer import Advice
 from gpucomm.advisor.search import TIE_MARGIN, Plan
 
-__all__ = ["advice_records", "answer_lines", "emit", "json_text", "print_advice", "print_calibration", "print_calibration_of", "write_out"]
+__all__ = ["advice_records", "answer_glance", "answer_lines", "emit", "json_text", "print_advice", "print_calibration", "print_calibration_of", "write_out"]
 
 GiB = 2**30
 
@@ -68,8 +68,9 @@ def json_text(advice: Advice, rows: list[Any]) -> str:
                        "answer": answer_lines(advice)}, indent=1, allow_nan=False)
 
 
-def answer_lines(advice: Advice) -> list[str]:
-    """The answer, at most five lines: the recommendation and the number that decides it."""
+def answer_lines(advice: Advice, *, brief: bool = False) -> list[str]:
+    """The answer: the recommendation and the number that decides it, in two lines (``brief``: without the
+    layout and the memory, for a narrow terminal; :func:`answer_glance` picks)."""
     plans = advice.plans
     if not plans:
         return ["answer: no row applies to this profile (see the rows left out above)"]
@@ -81,7 +82,8 @@ def answer_lines(advice: Advice) -> list[str]:
                 "try more GPUs, sharding (--layout shard=fsdp), checkpointing (ac=full) or a smaller micro-batch"]
     ranked = [p for p in plans if p.rank is not None]
     fastest = min(ranked, key=lambda p: p.time.step_s)
-    head = (f"answer: {_name(advice, best)} ({best.layout.label()}), {_ms(best.time.step_s)} per step, "
+    layout = "" if brief else f" ({best.layout.label()})"
+    head = (f"answer: {_name(advice, best)}{layout}, {_ms(best.time.step_s)} per step, "
             f"{best.tokens_per_s_per_gpu:,.0f} tokens/s per GPU")
     if fastest is not best:
         why = (f"within {TIE_MARGIN:.0%} of the fastest, {_name(advice, fastest)} at {_ms(fastest.time.step_s)}, "
@@ -98,17 +100,23 @@ def answer_lines(advice: Advice) -> list[str]:
         why = "the only row that fits" if len(plans) > 1 else "the layout asked for"
     mem = (f"memory {best.memory.reserved / GiB:.1f} GiB reserved of {cap / GiB:.1f} GiB per GPU"
            if cap else f"memory {best.memory.reserved / GiB:.2f} GiB (no device capacity in this profile)")
-    return [head, f"why: {why}; {mem}"]
+    return [head, f"why: {why}" + ("" if brief else f"; {mem}")]
 
 
-def print_advice(advice: Advice, rows: list[Any]) -> None:
+def answer_glance(advice: Advice, width: int) -> list[str]:
+    """:func:`answer_lines` at the most detail that fits in five screen lines at ``width`` columns."""
+    from gpucomm.report.findings import glance
+
+    return glance.fit((answer_lines(advice), answer_lines(advice, brief=True)), width)
+
+
+def print_advice(advice: Advice, console: Any) -> None:
+    """The ranked table, each row's reason, the rows left out, the scaling table and the assumptions (the
+    answer is printed last, by :func:`emit`, after the records are written)."""
     from rich.table import Table
 
-    from gpucomm._console import make_console
-
-    console = make_console(highlight=False)
     prof = advice.job.profile
-    kind = "" if prof.calibrated else " (datasheet)"
+    kind = " (calibrated from records)" if prof.calibrated else " (predicted)"
     table = Table(title=f"gpucomm advise: {advice.job.arch.name} on {advice.job.gpus} x {prof.name}{kind}",
                   title_justify="left")
     for col, just in (("#", "right"), ("row", "left"), ("step", "right"), ("tok/s/GPU", "right"),
@@ -128,8 +136,6 @@ def print_advice(advice: Advice, rows: list[Any]) -> None:
         _print_scale(console, advice)
     for a in advice.assumptions:
         console.print(f"assumption: {a}", markup=False)
-    for line in answer_lines(advice):
-        console.print(line, markup=False)
 
 
 def _print_scale(console: Any, advice: Advice) -> None:
@@ -158,7 +164,8 @@ def write_out(out: str, advice: Advice, rows: list[Any]) -> list[Path]:
     prof = advice.job.profile
     device_type = "cpu" if prof.kind == "cpu-gloo" else "cuda"
     env = collect_env(device_type, extra={"advise": {"hardware": prof.name, "calibrated": prof.calibrated,
-                                                     "prediction": True, "assumptions": advice.assumptions}})
+                                                     "prediction": True, "assumptions": advice.assumptions,
+                                                     "answer": answer_lines(advice)}})
     env.devices = []  # a prediction: the machine it ran on is not the machine it describes
     scale = [ScaleRecord(strategy=s.strategy, hardware=prof.name, gpus=s.gpus, nodes=s.nodes,
                          samples_per_s=s.samples_per_s, scaling_efficiency=s.efficiency, step_time_s=s.step_s,
@@ -212,20 +219,31 @@ def print_calibration(profile: Any, reproduced: list[dict[str, Any]], *, as_json
 
 
 def emit(cfg: Any, advice: Advice) -> int:
-    """Print (JSON, or the tables and the answer) and write ``--out``; returns the exit status."""
+    """Print (JSON, or the tables), write ``--out``, and end with the answer; returns the exit status."""
     rows = advice_records(advice)
+    console = None
     if cfg.json:
         print(json_text(advice, rows))
     else:
-        print_advice(advice, rows)
-    if cfg.out:
+        from gpucomm._console import make_console
+
+        console = make_console(highlight=False)
+        print_advice(advice, console)
+    if cfg.out is not None:
         try:
             written = write_out(cfg.out, advice, rows)
         except OSError as exc:
             print(f"gpucomm advise: error: --out {cfg.out!r}: {exc}", file=sys.stderr)
             return 2
-        if not cfg.json:
-            print("wrote " + ", ".join(map(str, written)))
+        if console is not None:
+            console.print(f"records: {written[0]} (gpucomm report {written[0].parent} makes its report)",
+                          markup=False)
+            if len(written) > 1:
+                console.print("plot: " + ", ".join(str(p) for p in written[1:]), markup=False)
+    if console is not None:
+        from gpucomm.report.terminal import Answer
+
+        console.print(Answer(lambda width: answer_glance(advice, width)))
     return 0
 
 

@@ -17,7 +17,8 @@ Where it runs: all visible GPUs (one GPU: 4 slots of cuda:0 for the one-process 
 for the process-group ones); with no GPU, 4 CPU slots and gloo with 2–4 processes, labelled as CPU
 numbers.  Under torchrun only the process-group backends run; rank 0 writes.
 
-Output: ``--out DIR`` (default a new ``gpucomm-results/bench-<UTC yyyymmdd-hhmmss>-<pid>/``) gets
+Output: ``--out DIR`` (default a new ``gpucomm-results/bench-<UTC yyyymmdd-hhmmss>-<pid>/``; a DIR that
+holds result directories, such as ``gpucomm-results``, gets a new one inside it) gets
 ``records.jsonl`` (an env block, then one row per line, each written as it finishes) and the report.
 Ctrl-C or SIGTERM keeps every finished row and still writes the report; a second Ctrl-C while it is
 written is ignored.
@@ -250,14 +251,12 @@ def _out_dir(text: str | None) -> Path:
 
     Called only after every other flag has been checked, so a usage error writes nothing.
     """
-    from gpucomm.records import RESULTS_ROOT, new_run_dir
+    from gpucomm.records import run_dir_for
 
-    path = Path(text) if text is not None else RESULTS_ROOT
+    path = Path(text) if text else Path("gpucomm-results")
     try:
-        if text is None:
-            path = new_run_dir("bench", path)
-        else:
-            path.mkdir(parents=True, exist_ok=True)
+        path = run_dir_for("bench", text)  # a new bench-<UTC>-<pid>/ unless --out names a run's own directory
+        path.mkdir(parents=True, exist_ok=True)
         probe = path / ".gpucomm-write-test"
         probe.write_text("")
         probe.unlink()

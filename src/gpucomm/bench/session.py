@@ -63,6 +63,8 @@ class Session:
         self.ratios = SpeedupIndex()
         self.writer: RecordWriter | None = None
         self.view: LiveView | None = None
+        self.report_written = False
+        """Whether report.md was written (the answer points to it only then)."""
 
     # ----- rows ---------------------------------------------------------------------------------------
     def emit(self, record: BenchRecord) -> None:
@@ -252,6 +254,7 @@ class Session:
             self._problem(f"report FAILED: {type(exc).__name__}: {exc}; records are in {self.out}")
             return False
         self.console.print(f"records: {self.out / 'records.jsonl'}", highlight=False)
+        self.report_written = "markdown" in paths
         plots = {k: v for k, v in paths.items() if k.startswith("plots/")}
         for name, path in paths.items():
             if name not in plots:
@@ -283,10 +286,12 @@ class Session:
         return status
 
     def _answer(self) -> None:
-        """The run's findings in at most five lines: the last thing it prints (the report opens with the same)."""
-        from gpucomm.report.findings import bench_answer
+        """The run's findings in at most five screen lines at the console's width: the last thing it prints
+        (the report opens with the same findings in full; the answer names report.md only when it was written)."""
+        from gpucomm.report.findings import bench_glance
         from gpucomm.report.terminal import Answer
 
-        self.console.print(Answer(bench_answer(self.records)))
+        more = "report.md" if self.report_written else None
+        self.console.print(Answer(lambda width: bench_glance(self.records, width, more=more)))
 
 

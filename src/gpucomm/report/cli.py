@@ -9,7 +9,8 @@ Usage::
 
 Reads the records of each DIR (written by ``gpucomm bench``, ``train`` or ``advise``) and writes
 ``report.md``, ``report.html`` (self-contained: opens from disk, plots inlined) and ``plots/*.png|svg``;
-then prints the paths and each run's answer — the lines the report opens with.
+then prints the paths and each run's answer — the findings the report opens with, each kind's in at most
+five lines of the terminal (the report has them in full).
 
 Which runs: a DIR that holds records itself is one run; a DIR that holds none itself but has result
 directories below it is each of them, in name order (so ``gpucomm-results/`` after six runs is six runs,
@@ -101,13 +102,11 @@ def _print_findings(runs) -> None:
     from rich.text import Text
 
     from gpucomm._console import make_console
-    from gpucomm.report.findings import answer
+    from gpucomm.report.findings import answer_glance
     from gpucomm.report.terminal import Answer
 
     console = make_console(highlight=False)
     for run in runs:
-        lines = answer(run.results)
         if len(runs) > 1:
             console.print(Text(f"{run.tag}: {run.label} — {run.directory}", style="dim"))
-        if lines:
-            console.print(Answer(lines))
+        console.print(Answer(lambda width, run=run: answer_glance(run.results, width)))

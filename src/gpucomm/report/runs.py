@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpucomm.records import EnvRecord, RecordError, ResultSet, load
+from gpucomm.records import EnvRecord, RecordError, ResultSet, holds_records, load, run_dirs_below
 
 __all__ = ["Run", "device_name", "find_runs", "load_runs", "run_label"]
 
@@ -90,26 +90,13 @@ def _distinct(labels: list[str], directories: list[Path]) -> list[str]:
     return [f"{lab} [#{i}]" for i, lab in enumerate(labels, 1)]
 
 
-def _holds_records(directory: Path) -> bool:
-    """Whether ``directory`` itself holds a records file (hidden files are a run's private scratch)."""
-    return any(not f.name.startswith(".") for f in directory.glob("*.jsonl") if f.is_file())
-
-
-def _runs_below(directory: Path) -> list[Path]:
-    """The run directories below ``directory`` (not descending into a run), in path order."""
-    found = []
-    for child in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        found += [child] if _holds_records(child) else _runs_below(child)
-    return found
-
-
 def find_runs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, bool]]:
     """Each run the paths hold, as (path, named): a records file or a run directory named as given
     (``named`` True), or the run directories below a directory that holds no records itself (``named``
     False).  A path that holds neither is passed on as given, so that loading it says what is wrong."""
     out: list[tuple[Path, bool]] = []
     for path in map(Path, paths):
-        below = _runs_below(path) if path.is_dir() and not _holds_records(path) else []
+        below = run_dirs_below(path) if path.is_dir() and not holds_records(path) else []
         out += [(p, False) for p in below] if below else [(path, True)]
     return out
 

@@ -13,8 +13,7 @@ bench view rebuilds it for every new row (a few hundred rows cost about a millis
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
@@ -30,6 +29,7 @@ from gpucomm.report._format import (
     fmt_speedup,
     fmt_wrong,
 )
+from gpucomm.report.findings import glance
 from gpucomm.report.findings.bench import NOISY, is_noisy, noisy_rows
 from gpucomm.report.fit import Column, FitTable
 
@@ -258,19 +258,24 @@ def scale_table(records: Iterable[ScaleRecord], title: str | None = None, *,
 class Answer:
     """A command's closing answer: a few lines of findings, each wrapped to the console with a hanging indent.
 
-    The first line is bold (it says how far the rest can be trusted, or what to pick).  Like
+    ``lines`` is the answer's lines, or a function of the console's width that returns them (a command's
+    ``*_glance`` findings: the most detail that fits in five screen lines at that width).  The first line is
+    bold (it says how far the rest can be trusted, or what to pick).  Like
     :class:`~gpucomm.report.fit.FitTable`, it lays itself out when printed, for the console's width, so one
-    object prints correctly at 80 columns and at 200; every word is kept (nothing is truncated).
+    object prints correctly at 80 columns and at 200; every word is kept (nothing is truncated), wrapped by
+    :func:`gpucomm.report.findings.glance.wrap`.
     """
 
-    def __init__(self, lines: Iterable[str], *, indent: int = 2) -> None:
-        self.lines = list(lines)
-        self.indent = indent
+    def __init__(self, lines: Iterable[str] | Callable[[int], list[str]]) -> None:
+        self._lines = lines if callable(lines) else list(lines)
+
+    def lines(self, width: int) -> list[str]:
+        """The answer's lines at ``width`` columns."""
+        return self._lines(width) if callable(self._lines) else self._lines
 
     def wrapped(self, width: int) -> list[list[str]]:
-        """Per answer line, its physical lines at ``width`` columns (continuations indented)."""
-        return [textwrap.wrap(line, width=max(width, 20), subsequent_indent=" " * self.indent,
-                              break_on_hyphens=False, break_long_words=True) or [""] for line in self.lines]
+        """Per answer line, its screen lines at ``width`` columns (continuations indented)."""
+        return [glance.wrap(line, width) for line in self.lines(width)]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         for k, physical in enumerate(self.wrapped(options.max_width)):

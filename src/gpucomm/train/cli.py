@@ -32,7 +32,8 @@ the GPU time of a step.
 
 Output: a progress bar per strategy and a table.  ``TrainRecord`` rows go to
 ``records.jsonl`` in ``--out`` (default ``gpucomm-results/train-<UTC yyyymmdd-hhmmss>-<pid>/``, made
-when the first row is written: a run that fails before that leaves nothing behind), with a report.
+when the first row is written: a run that fails before that leaves nothing behind; a DIR that holds result
+directories, such as ``gpucomm-results``, gets a new one inside it), with a report.
 ``--assert-equal`` exits 1 unless every strategy's per-step losses and final parameters match
 single's within the tolerance (fp32 1e-5, bf16 autocast 3e-2) and replicated's replicas are
 bit-identical.  A strategy that runs out of memory is a failed row naming the strategy, model,
@@ -121,7 +122,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def config_from_args(args: argparse.Namespace):
     """Flags → :class:`~gpucomm.train.config.TrainConfig` (raises ConfigError/ValueError on bad values)."""
-    from gpucomm.train.config import TrainConfig, default_out_dir
+    from gpucomm.records import run_dir_for
+    from gpucomm.train.config import TrainConfig
 
     devices = [d.strip() for d in args.devices.split(",") if d.strip()] if args.devices else []
     return TrainConfig(
@@ -131,7 +133,7 @@ def config_from_args(args: argparse.Namespace):
         seed=args.seed, lr=args.lr, optimizer=args.optimizer, precision=args.precision,
         bucket_cap_mb=args.bucket_cap_mb, first_bucket_mb=args.first_bucket_mb, assert_equal=args.assert_equal,
         replicated_threads=not args.no_replicated_threads,
-        tolerance=args.tolerance, out=args.out or default_out_dir(), timeout=args.timeout,
+        tolerance=args.tolerance, out=run_dir_for("train", args.out, create=False), timeout=args.timeout,
     )
 
 
@@ -206,7 +208,7 @@ def _interrupted(console, config, writer: _LazyWriter, interrupted: Interrupted,
     console.print(f"[yellow]{escape(line)}[/]")
     writer.close()
     if rows:
-        _table(console, rows, config)
+        _table(console, rows, config, report=report)
         console.print(f"records: {config.out / 'records.jsonl'}", highlight=False)
         if report:
             _report(console, config.out)
@@ -363,18 +365,19 @@ def _header(console, config) -> None:
                       "but their speed is not meaningful[/]")
 
 
-def _table(console, records, config) -> None:
+def _table(console, records, config, *, report: bool) -> None:
     try:
         from gpucomm.report.terminal import train_table
 
-        console.print(train_table(records, title=f"gpucomm train — {config.model}"))
+        more = "report.md" if report else "records.jsonl"  # --no-report: no report.md to point to
+        console.print(train_table(records, title=f"gpucomm train — {config.model}", more=more))
     except ImportError:
         for r in records:
             console.print(f"{r.strategy}: {r.status} {r.samples_per_s} samples/s {r.note}")
 
 
 def _summarise(console, cmp, config, *, report: bool) -> int:
-    _table(console, cmp.records, config)
+    _table(console, cmp.records, config, report=report)
     for name, eq in cmp.equality.items():
         mark = "[green]equal[/]" if eq.equal else "[red]DIFFERENT[/]"
         run = cmp.runs[name]
@@ -395,13 +398,12 @@ def _summarise(console, cmp, config, *, report: bool) -> int:
 
 def _answer(console, records) -> None:
     """The run's last lines: the strategy to pick for this model on these devices and why, and the
-    equality verdict (:func:`gpucomm.report.findings.train_findings`, the report's own words)."""
-    from rich.text import Text
+    equality verdict — the report's own findings (:func:`gpucomm.report.findings.train_findings`), at the
+    most detail that fits in five screen lines at the console's width (``train_glance``)."""
+    from gpucomm.report.findings import train_glance
+    from gpucomm.report.terminal import Answer
 
-    from gpucomm.report.findings import train_findings
-
-    for i, line in enumerate(train_findings(records)):
-        console.print(Text(line, style="bold" if i % 2 == 0 else ""))
+    console.print(Answer(lambda width: train_glance(records, width)))
 
 
 def _report(console, out: Path) -> None:

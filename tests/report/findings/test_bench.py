@@ -79,7 +79,7 @@ def test_prepared_rows_are_their_own_pair():
     assert len(sentences) == 2 and sentences[1].startswith("broadcast, gpucomm.comm prepared vs torch.cuda.comm:")
 
 
-def test_the_answer_is_at_most_five_lines_trust_first_then_one_line_per_pair():
+def test_the_answer_says_trust_first_then_one_line_per_pair():
     rows = (_pair("gather", {8: 2.0, 1 << 20: 3.0}) + _pair("scatter", {8: 0.5})
             + _pair("all_reduce", {8: 1.01}) + _pair("broadcast", {8: 1.5})[:1])
     noisy = _pair("reduce", {8: 4.0})
@@ -93,7 +93,7 @@ def test_the_answer_is_at_most_five_lines_trust_first_then_one_line_per_pair():
     assert len(lines) == 3
 
 
-def test_the_answer_caps_pairs_and_says_cpu_and_missing_baselines():
+def test_the_full_answer_keeps_every_pair_and_says_cpu_and_missing_baselines():
     rows = []
     for k, form in enumerate(("plain", "prepared", "graph")):
         for backend, base in (("gpucomm.comm", "torch.cuda.comm"), ("gpucomm.dist", "torch.distributed")):
@@ -101,12 +101,69 @@ def test_the_answer_caps_pairs_and_says_cpu_and_missing_baselines():
             pair[1].form = form
             rows += pair if form == "plain" else pair[1:]
     lines = findings.bench_answer(rows)
-    assert len(lines) == 5 and lines[-1].endswith("(and 2 more pair(s) in report.md)")
+    assert len(lines) == 7 and lines[2] == "gpucomm.comm prepared vs torch.cuda.comm: faster at gather 2.50x"
     cpu = [bench("gather", "gpucomm.comm", 8, device_type="cpu")]
     assert findings.bench_answer(cpu) == [
         "answer: 1 row, all checked correct; CPU numbers, not GPU performance",
         "gpucomm.comm: no speedup (its baseline, torch.cuda.comm, runs on CUDA only)"]
     assert findings.bench_answer([]) == []
+
+
+# ----- the glance: the same findings in at most five screen lines --------------------------------------------
+_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "gather", "scatter", "all_to_all")
+
+
+def _full_run() -> list:
+    """Eight ops x two backends x two forms, four sizes each: faster, slower, faster from 1 MiB up, mixed."""
+    shapes = ({8: 1.4, 1 << 10: 1.5, 1 << 20: 1.6, 1 << 26: 1.7}, {8: 0.6, 1 << 10: 0.7, 1 << 20: 0.8, 1 << 26: 0.9},
+              {8: 0.8, 1 << 10: 0.9, 1 << 20: 30.0, 1 << 26: 40.0}, {8: 1.2, 1 << 10: 0.8, 1 << 20: 1.3, 1 << 26: 0.7})
+    rows = []
+    for backend, base in (("gpucomm.comm", "torch.cuda.comm"), ("gpucomm.dist", "torch.distributed")):
+        for form in ("plain", "prepared"):
+            for i, op in enumerate(_OPS):
+                pair = _pair(op, shapes[(i + (form == "prepared")) % 4], backend=backend, base=base)
+                for r in pair[1::2]:
+                    r.form = form
+                rows += pair if form == "plain" else pair[1::2]
+    rows[1].time_us_p99 = rows[1].time_us_median * 9  # one noisy row
+    return rows
+
+
+def test_the_glance_fits_five_screen_lines_at_any_width_and_keeps_the_findings():
+    from gpucomm.report.findings import glance
+
+    rows = _full_run()
+    full = findings.bench_answer(rows)
+    assert glance.screen_lines(full, 120) > 5  # every op of four pairs does not fit: the glance condenses
+    for width in (80, 100, 120, 160):
+        lines = findings.bench_glance(rows, width)
+        assert glance.screen_lines(lines, width) <= 5, (width, lines)
+        assert lines[0].startswith("answer: 192 rows") and "1 too noisy" in lines[0]
+        text = " ".join(lines)
+        assert "gpucomm.comm" in text and "gpucomm.dist" in text and "report.md" in text, lines
+        assert "faster at" in text and "slower at" in text
+    at80 = " ".join(findings.bench_glance(rows, 80))
+    assert "faster at 4 of 8 ops, slower at 2, mixed at 2" in at80 and "(1 of 64 rows noisy)" in at80, at80
+    # with more room: how much faster (the range), then the best ops with the size they are faster from
+    assert "faster at 4 of 8 ops (1.55–35.00x), slower at 2 (0.75x)" in " ".join(findings.bench_glance(rows, 120))
+    assert "faster at 4 of 8 ops (reduce_scatter 35.00x from 1 MiB up, …)" in " ".join(findings.bench_glance(rows, 160))
+    wide = findings.bench_glance(rows, 1000)
+    assert wide == full  # room for everything: the glance is the full answer
+
+
+def test_the_glance_names_the_report_only_when_one_was_written():
+    rows = _full_run()
+    assert "report.md" not in " ".join(findings.bench_glance(rows, 80, more=None))
+    small = _pair("gather", {8: 2.0})
+    assert findings.bench_glance(small, 80) == findings.bench_answer(small)  # short answers are whole
+    assert findings.bench_glance([], 80) == []
+
+
+def test_a_narrow_terminal_counts_the_backends_it_has_no_room_for():
+    from gpucomm.report.findings import glance
+
+    lines = findings.bench_glance(_full_run(), 30)
+    assert glance.screen_lines(lines, 30) <= 5 or lines[-1].endswith("more backend: report.md)"), lines
 
 
 def test_cpu_runs_say_so_in_the_trust_sentences():

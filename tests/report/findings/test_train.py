@@ -71,3 +71,25 @@ def test_a_scaling_efficiency_against_an_unsteady_single_is_not_firm():
     pick, _ = train_findings([single, replicated, ddp])
     assert pick.endswith("; 84.0% scaling efficiency. Not firm: its scaling efficiency is against single, whose p90 "
                          "step is 5.70x its median — rerun with more --steps on a quiet machine.")
+
+
+def test_the_glance_fits_five_screen_lines_and_keeps_the_pick_and_the_verdict():
+    from gpucomm.report.findings import glance, train_glance
+
+    single, replicated, ddp = train("single", 1, 701.6, eff=1.0), train("replicated", 2, 902.2, eff=0.643), train(
+        "ddp", 2, 690.0, eff=0.49)
+    single.step_ms_p90 = single.step_ms_median * 28.7
+    skipped = train("dp", 2, 0.0, status="not-applicable", note="torch.nn.DataParallel runs only on CUDA devices")
+    rows = [single, replicated, ddp, skipped]
+    full = train_findings(rows)
+    assert glance.screen_lines(full, 80) > 5
+    for width in (80, 120):
+        pick, equality = train_glance(rows, width)
+        assert glance.screen_lines([pick, equality], width) <= 5
+        assert pick.startswith("Pick replicated for gpt-tiny on 2 GPUs: 902.2 samples/s, 1.29x single") and "Not firm" in pick
+        assert equality.startswith("Equality: replicated and ddp (2 devices) computed what single did")
+        assert "dp on 2 not run" in equality
+    assert train_glance(rows, 1000) == full  # room for everything: the full findings
+    assert "runs only on CUDA" in train_glance(rows, 120)[1]  # 120 columns keep the reason, 80 drop it
+    assert "runs only on CUDA" not in train_glance(rows, 80)[1]
+    assert train_glance([], 80) == []

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from gpucomm import collectives
 from gpucomm.bench.backends import BACKENDS
 from gpucomm.records import BenchRecord
 from gpucomm.report._format import fmt_bytes, fmt_speedup
+from gpucomm.report.findings import glance
 from gpucomm.report.runs import Run
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "PairFinding",
     "bench_answer",
     "bench_findings",
+    "bench_glance",
     "is_noisy",
     "noisy_rows",
     "pair_findings",
@@ -51,7 +53,6 @@ EVEN = 0.03
 """Speedups within this fraction of 1 (0.97x–1.03x) at every size are "on par", not faster or slower."""
 
 _FORMS = {"plain": 0, "prepared": 1, "graph": 2}
-_MAX_PAIR_LINES = 4
 
 
 def is_noisy(record: BenchRecord) -> bool:
@@ -152,9 +153,9 @@ class PairFinding:
         """The one number: the median speedup over :attr:`quoted`; None without a trusted row."""
         return statistics.median(s for _, s in self.quoted) if self.by_size else None
 
-    def phrase(self) -> str:
-        """The op in a few words, for the answer: "gather 1.36x", "gather 35.00x from 1 MiB up (0.80x below)",
-        "broadcast 0.84–1.02x"."""
+    def phrase(self, below: bool = True) -> str:
+        """The op in a few words, for the answer: "gather 1.36x", "gather 35.00x from 1 MiB up (0.80x below)"
+        (``below=False``: without the parenthesis), "broadcast 0.84–1.02x"."""
         if self.speedup is None:
             return self.op
         if self.verdict == "mixed":
@@ -162,8 +163,10 @@ class PairFinding:
             return f"{self.op} {fmt_speedup(min(speedups))[:-1]}–{fmt_speedup(max(speedups))}"
         text = f"{self.op} {fmt_speedup(self.speedup)}"
         if self.verdict == "faster from":
-            below = statistics.median(s for z, s in self.by_size if z < self.faster_from)
-            text += f" from {fmt_bytes(self.faster_from)} up ({fmt_speedup(below)} below)"
+            text += f" from {fmt_bytes(self.faster_from)} up"
+            if below:
+                under = statistics.median(s for z, s in self.by_size if z < self.faster_from)
+                text += f" ({fmt_speedup(under)} below)"
         return text
 
     def sentence(self, prefix: str = "") -> str:
@@ -230,11 +233,13 @@ def bench_findings(records: Sequence[BenchRecord], run: int = 0) -> list[PairFin
 # ----- the answer ---------------------------------------------------------------------------------------------
 _GROUPS = (("faster at", ("faster", "faster from")), ("slower at", ("slower",)), ("on par at", ("on par",)),
            ("mixed at", ("mixed",)), ("too noisy at", ("unknown",)))
+_NAMED = ("faster at", "slower at")
+"""The groups whose ops a condensed answer names (by how much); the others it counts."""
 
 
-def _pair_line(found: list[PairFinding]) -> str:
-    """One backend pair over every op: faster / slower / on par / mixed / too noisy, each op with its number."""
-    parts = []
+def _groups(found: list[PairFinding]) -> list[tuple[str, list[PairFinding]]]:
+    """(label, ops) of each verdict group with members, strongest first within faster, slower and mixed."""
+    out = []
     for label, verdicts in _GROUPS:
         members = [f for f in found if f.verdict in verdicts]
         if label in ("faster at", "mixed at"):
@@ -242,12 +247,56 @@ def _pair_line(found: list[PairFinding]) -> str:
         elif label == "slower at":
             members.sort(key=lambda f: f.speedup or 0.0)
         if members:
-            parts.append(f"{label} " + ", ".join(f.phrase() for f in members))
-    rows = sum(f.rows for f in found)
-    noisy = sum(f.noisy for f in found)
-    if noisy:
-        parts[-1] += f" ({noisy} of {rows} rows left out as noisy)"
-    return f"{found[0].pair}: " + "; ".join(parts)
+            out.append((label, members))
+    return out
+
+
+def _verdicts(found: list[PairFinding], named: int | None) -> str:
+    """One pair's ops by verdict: "faster at …; slower at …" with every op's number (``named=None``), or
+    counted, with the first ``named`` faster and slower ops named: "faster at 3 of 10 ops (scatter 1.13x, …),
+    slower at 3 (reduce 0.86x, …), mixed at 4"; ``named=0``: their speedups' range instead ("faster at 3 of
+    10 ops (1.09–1.13x)"); ``named=-1``: counts alone."""
+    if named is None:
+        return "; ".join(f"{group} " + ", ".join(f.phrase() for f in members) for group, members in _groups(found))
+    parts, total = [], len(found)
+    for group, members in _groups(found):
+        count = f"all {total} ops" if len(members) == total > 1 else str(len(members))
+        if not parts and len(members) < total:
+            count += f" of {total} op{'s' * (total != 1)}"
+        shown = ""
+        if group in _NAMED and named > 0:
+            more = ", …" if len(members) > named else ""
+            shown = f" ({', '.join(f.phrase(below=False) for f in members[:named])}{more})"
+        elif group in _NAMED and named == 0:
+            low, high = sorted((fmt_speedup(min(x.speedup for x in members)), fmt_speedup(max(x.speedup for x in members))))
+            shown = f" ({low})" if low == high else f" ({low[:-1]}–{high})"
+        parts.append(f"{group} {count}{shown}")
+    return ", ".join(parts)
+
+
+def _noisy(found: list[PairFinding], full: bool) -> str:
+    rows, noisy = sum(f.rows for f in found), sum(f.noisy for f in found)
+    return "" if not noisy else f" ({noisy} of {rows} rows {'left out as ' * full}noisy)"
+
+
+def _pair_line(found: list[PairFinding], named: int | None = None, baseline: bool = True) -> str:
+    """One backend pair over every op (:func:`_verdicts`), and how many of its rows were too noisy;
+    ``baseline=False`` leaves " vs <baseline>" out of the label."""
+    label = found[0].pair if baseline else found[0].pair.split(" vs ")[0]
+    return f"{label}: {_verdicts(found, named)}{_noisy(found, named is None)}"
+
+
+def _backend_lines(pairs: list[list[PairFinding]], named: int | None, baseline: bool) -> list[str]:
+    """One line per backend, its forms after each other: "gpucomm.comm vs torch.cuda.comm: …; prepared: …"."""
+    by_backend: dict[str, list[list[PairFinding]]] = defaultdict(list)
+    for found in pairs:
+        by_backend[found[0].backend].append(found)
+    lines = []
+    for forms in by_backend.values():
+        first = forms[0][0].pair if baseline else forms[0][0].pair.split(" vs ")[0]
+        parts = [f"{first if k == 0 else found[0].form}: {_verdicts(found, named)}" for k, found in enumerate(forms)]
+        lines.append("; ".join(parts) + _noisy([f for found in forms for f in found], named is None))
+    return lines
 
 
 def _unpaired(records: Sequence[BenchRecord]) -> list[str]:
@@ -266,41 +315,95 @@ def _unpaired(records: Sequence[BenchRecord]) -> list[str]:
     return lines
 
 
-def _trust_line(records: Sequence[BenchRecord], cpu: bool) -> str:
+def _trust_line(records: Sequence[BenchRecord], short: bool = False) -> str:
+    """How far the lines after it can be trusted: rows checked, WRONG, noisy, CPU numbers (``short``: fewer
+    words, the same facts)."""
     checked = sum(1 for r in records if r.wrong >= 0)
     wrong = sum(1 for r in records if r.wrong > 0)
     noisy = sum(1 for r in records if is_noisy(r))
-    parts = [f"{len(records)} row{'s' * (len(records) != 1)}, " + (f"{wrong} WRONG (left out)" if wrong else
-                                         "all checked correct" if checked else "none checked")]
+    cpu = any(r.device_type == "cpu" for r in records)
+    rows = f"{len(records)} row{'s' * (len(records) != 1)}, "
+    parts = [rows + (f"{wrong} WRONG (left out)" if wrong else "all checked correct" if checked else "none checked")]
+    if short:
+        parts = [f"{len(records)} row{'s' * (len(records) != 1)} "
+                 + (f"({wrong} WRONG)" if wrong else "correct" if checked else "unchecked")]
     if noisy:
-        parts.append(f"{noisy} too noisy to quote (p99 > {NOISY:g}x median: rerun on a quiet machine)")
+        parts.append(f"{noisy} too noisy" + (f" (p99 > {NOISY:g}x median)" if short else
+                                             f" to quote (p99 > {NOISY:g}x median: rerun on a quiet machine)"))
     if cpu:
-        parts.append("CPU numbers, not GPU performance")
+        parts.append("CPU numbers" if short else "CPU numbers, not GPU performance")
     return "answer: " + "; ".join(parts)
 
 
-def bench_answer(records: Iterable[BenchRecord], *, more: str = "report.md") -> list[str]:
-    """What a bench run found, in at most five lines.
-
-    The first line says how far to trust it (rows checked, WRONG, noisy, CPU numbers); then one line per
-    backend pair (at most four; more are counted and left to ``more``): the ops where it is faster, slower,
-    on par, mixed and too noisy to say, each with its speedup and, where it is faster only from a size up,
-    that size.  Backends whose baseline did not run say so when there is room.
-    """
-    records = list(records)
-    if not records:
-        return []
+def _pairs(records: list[BenchRecord]) -> list[list[PairFinding]]:
+    """The run's findings grouped by backend pair (backend, form, baseline), in backend and form order."""
     found = bench_findings(records)
     by_pair: dict[tuple[str, str, str], list[PairFinding]] = defaultdict(list)
     for f in found:
         by_pair[(f.backend, f.form, f.baseline)].append(f)
-    keys = sorted(by_pair, key=lambda k: _order(found[0].op, k[0], k[1])[2:])
-    lines = [_trust_line(records, any(r.device_type == "cpu" for r in records))]
-    lines += [_pair_line(by_pair[k]) for k in keys[:_MAX_PAIR_LINES]]
-    if len(keys) > _MAX_PAIR_LINES:
-        lines[-1] += f" (and {len(keys) - _MAX_PAIR_LINES} more pair(s) in {more})"
-    lines += _unpaired(records)[:max(0, 5 - len(lines))]
-    return lines
+    return [by_pair[k] for k in sorted(by_pair, key=lambda k: _order("", k[0], k[1])[2:])]
+
+
+def bench_answer(records: Iterable[BenchRecord]) -> list[str]:
+    """What a bench run found, in full: the report's answer (the terminal gets :func:`bench_glance`).
+
+    The first line says how far to trust it (rows checked, WRONG, noisy, CPU numbers); then one line per
+    backend pair: the ops where it is faster, slower, on par, mixed and too noisy to say, each with its
+    speedup and, where it is faster only from a size up, that size; then the backends whose baseline did not
+    run.
+    """
+    records = list(records)
+    if not records:
+        return []
+    return [_trust_line(records)] + [_pair_line(p) for p in _pairs(records)] + _unpaired(records)
+
+
+_LEVELS = tuple((named, baseline) for named in (None, 3, 2, 1, 0, -1) for baseline in (True, False))
+"""The pair lines' levels of detail, most first: (ops named per group — None every op, 0 the range of their
+speedups, -1 counts alone — and whether the baseline is named)."""
+
+
+def bench_glance(records: Iterable[BenchRecord], width: int, *, more: str | None = "report.md",
+                 max_lines: int = glance.MAX_LINES) -> list[str]:
+    """What a bench run found, in at most ``max_lines`` screen lines at ``width`` columns: ``gpucomm bench``'s
+    last lines.
+
+    The same findings as :func:`bench_answer`, at the most detail that fits: the trust line, then per backend
+    pair every op with its speedup, or — when that is too long — how many ops are faster, slower, on par,
+    mixed and too noisy, the best few faster and slower ones named with their speedup and the size they are
+    faster from, and how many rows were too noisy; the forms of one backend share a line when that saves
+    one.  When the answer is condensed, ``more`` (the report's file; None when none was written) is named
+    for each op's detail; pairs that find no room at all are counted and left to it.
+    """
+    records = list(records)
+    if not records:
+        return []
+    pairs = _pairs(records)
+    trusts = (_trust_line(records), _trust_line(records, short=True))
+    unpaired = _unpaired(records)
+    pointer = [f"each op, size and noisy row: {more}, Findings"] if more else []
+
+    def candidates() -> Iterator[list[str]]:
+        for named, baseline in _LEVELS:
+            for body in ([_pair_line(p, named, baseline) for p in pairs], _backend_lines(pairs, named, baseline)):
+                for trust in trusts:
+                    head = [trust, *body]
+                    if named is None:
+                        yield from (head + unpaired, head + pointer, head)
+                        continue
+                    yield from (head + pointer + unpaired, head + pointer)
+                    if more:  # a condensed answer says where the rest is
+                        yield head[:-1] + [f"{head[-1]}; each op: {more}"]
+                    else:
+                        yield head
+        body = _backend_lines(pairs, *_LEVELS[-1])
+        for keep in range(len(body) - 1, 0, -1):
+            rest = len(body) - keep
+            where = f": {more}" if more else ""
+            yield [trusts[1], *body[:keep - 1],
+                   f"{body[keep - 1]} (and {rest} more backend{'s' * (rest != 1)}{where})"]
+
+    return glance.fit(candidates(), width, max_lines)
 
 
 # ----- several runs (the report) -------------------------------------------------------------------------------
