@@ -160,6 +160,16 @@ def test_out_is_the_run_dir_unless_it_is_a_parent_of_runs(tmp_path, monkeypatch)
     assert R.run_dir_for("bench", tmp_path / "empty") == tmp_path / "empty"
 
 
+def test_out_problem_is_checked_by_writing_and_leaves_nothing_behind(tmp_path):
+    assert R.out_problem(tmp_path / "new" / "deeper") == ""
+    assert list(tmp_path.iterdir()) == []  # made, written, and undone
+    (tmp_path / "file").write_text("")
+    assert "is a file" in R.out_problem(tmp_path / "file" / "sub")
+    assert "is a file" in R.out_problem(tmp_path / "file")
+    if Path("/proc/self").is_dir():  # a virtual file system refuses even root, whatever the permission bits say
+        assert "cannot write results there" in R.out_problem("/proc/gpucomm-nope")
+
+
 @pytest.mark.parametrize(("line", "what"), [
     (b"\x00\xff binary", "not UTF-8"),
     (b'{"kind": "env", "n": ' + b"7" * 5000 + b"}", "cannot be read"),

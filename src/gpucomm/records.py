@@ -50,6 +50,7 @@ __all__ = [
     "holds_records",
     "load",
     "new_run_dir",
+    "out_problem",
     "run_dir_for",
     "run_dir_name",
     "run_dirs_below",
@@ -479,6 +480,35 @@ def run_dir_for(command: str, out: str | os.PathLike[str] | None, *, create: boo
     if path.is_dir() and not holds_records(path) and run_dirs_below(path):
         return new_run_dir(command, path, create=create)
     return path
+
+
+def out_problem(directory: str | os.PathLike[str]) -> str:
+    """Why ``directory`` cannot become a result directory, in words for a one-line ``--out`` error; "" if it can.
+
+    Checked by doing it — the directory (and its missing parents) made, a file written and removed — and then
+    undone, so the check leaves nothing behind (a run that fails later has written nothing) and catches what
+    permission bits do not say (a read-only or virtual file system, a user for whom every directory is
+    writable).
+    """
+    path = Path(directory)
+    for part in (path, *path.parents):
+        if part.exists() and not part.is_dir():
+            return f"{str(part)!r} is a file, not a directory; give a new or existing directory"
+    missing = [part for part in (path, *path.parents) if not part.exists()]  # deepest first
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".gpucomm-write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        return f"cannot write results there ({exc.strerror or exc}); give a writable directory"
+    finally:
+        for part in missing:
+            try:
+                part.rmdir()
+            except OSError:
+                pass
+    return ""
 
 
 def _lock(directory: Path) -> int:

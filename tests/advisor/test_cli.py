@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -84,11 +87,69 @@ def test_out_writes_valid_records_and_the_scale_plot(tmp_path, capsys):
     assert main([*BASE, "--scale", "--max-gpus", "32", "--strategies", "ddp,zero3,dp", "--out", str(out)]) == 0
     lines = (out / "records.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["kind"] == "env"
+    printed = capsys.readouterr().out.rstrip().splitlines()
+    said = json.loads(lines[0])["extra"]["advise"]["answer"]
+    assert said[0].startswith("answer: ") and printed[-len(said):] == said  # recorded as printed, and printed last
+    assert any(line.startswith(f"records: {out / 'records.jsonl'}") for line in printed)
     rs = records.load(out)
     assert len(rs.advice) == 3 and {r.strategy for r in rs.advice} == {"ddp", "zero3", "dp"}
     # 1..32 GPUs: ddp at 6 counts, zero3 from 2 GPUs (5); dp on one machine only, from 1 to 8 GPUs (4)
     assert len(rs.scale) == 6 + 5 + 4
     assert (out / "advise-scale.png").stat().st_size > 0 and (out / "advise-scale.svg").stat().st_size > 0
+
+
+def test_out_alone_or_a_parent_of_runs_gets_a_new_advise_dir_and_the_report_says_its_answer(tmp_path, capsys,
+                                                                                             monkeypatch):
+    from gpucomm.report.findings import answer
+
+    monkeypatch.chdir(tmp_path)
+    assert main([*BASE, "--out"]) == 0
+    (run,) = (tmp_path / "gpucomm-results").iterdir()
+    assert run.name.startswith("advise-") and run.name.endswith(f"-{os.getpid()}")
+    said = records.load(run).env[0].extra["advise"]["answer"]
+    (line,) = answer(records.load(run))
+    assert line.startswith("Recommended for gpt-124m") and said[0].removeprefix("answer: ") in line
+    assert main([*BASE, "--out", "gpucomm-results"]) == 0  # a parent of runs: a new run inside it
+    assert len(list((tmp_path / "gpucomm-results").iterdir())) == 2
+    assert not (tmp_path / "gpucomm-results" / "records.jsonl").exists()
+
+
+@pytest.mark.parametrize("bad", ["file", "file/sub", "locked/sub"])
+def test_an_out_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys, bad):
+    (tmp_path / "file").write_text("")
+    (tmp_path / "locked").mkdir(mode=0o500)
+    if bad.startswith("locked") and os.access(tmp_path / "locked", os.W_OK):  # root writes anywhere
+        pytest.skip("running as root: no directory is unwritable")
+    assert main([*BASE, "--out", str(tmp_path / bad)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--out" in captured.err and "\n" not in captured.err.strip()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "locked"] and not any((tmp_path / "locked").iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cols", [80, 120])
+def test_a_terminal_shows_the_answer_last_in_at_most_five_lines(tmp_path, cols):
+    """In a real terminal (as the bench and train live-view tests do): nothing wider than the terminal, the
+    answer last, within five screen lines, no mention of a report.md that was not written."""
+    pytest.importorskip("pyte")
+    from gpucomm.testing.terminal import run_in_pty, screen_lines
+
+    src = Path(__file__).resolve().parents[2] / "src"
+    env_vars = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")}
+    env_vars.update(TERM="xterm-256color", PYTHONPATH=str(src))
+    argv = [sys.executable, "-m", "gpucomm", *PLAN, "--top", "5", "--out", str(tmp_path / "run")]
+    code, data = run_in_pty(argv, cols, 40, env=env_vars)
+    lines = screen_lines(data, cols, 40)
+    while lines and not lines[-1]:
+        lines.pop()
+    text = "\n".join(lines)
+    assert code == 0, text
+    assert max(len(line) for line in lines) <= cols and "report.md" not in text
+    start = max(i for i, line in enumerate(lines) if line.startswith("answer: "))
+    said = records.load(tmp_path / "run").env[0].extra["advise"]["answer"]
+    assert len(lines[start:]) <= 5 and any(line.startswith("records: ") for line in lines[:start]), text
+    assert " ".join(" ".join(lines[start:]).split()).startswith(" ".join(said[0].split()[:3])), text
+    assert any(line.startswith("why: ") for line in lines[start:]), text
 
 
 def _cpu_run(tmp_path, with_bench=True):

@@ -258,6 +258,20 @@ def test_default_out_is_new_for_every_run_even_in_one_second(tmp_path, monkeypat
     assert sorted(p.name for p in Path("gpucomm-results").iterdir()) == sorted([first.name, second.name])
 
 
+def test_out_naming_a_parent_of_runs_gets_a_new_bench_dir_inside_it(tmp_path, monkeypatch):
+    from gpucomm.bench import cli as bench_cli
+    from gpucomm.env import collect_env
+    from gpucomm.records import RecordWriter
+
+    monkeypatch.chdir(tmp_path)
+    with RecordWriter(tmp_path / "gpucomm-results" / "train-1", collect_env("cpu")):
+        pass
+    inside = bench_cli._out_dir("gpucomm-results")  # writing into the parent would merge every run below it
+    assert inside.parent == Path("gpucomm-results") and inside.name.startswith("bench-") and inside.is_dir()
+    assert bench_cli._out_dir("mine") == Path("mine") and Path("mine").is_dir()
+    assert [p.name for p in inside.iterdir()] == []  # the write test leaves nothing
+
+
 def test_out_held_by_a_live_run_is_refused(tmp_path, capsys):
     out = tmp_path / "held"
     env = records.EnvRecord(created="now", command=["test"], versions={}, host={}, devices=[], device_type="cpu",

@@ -138,6 +138,26 @@ def test_out_under_a_regular_file_is_one_line_exit_2(tmp_path, capsys):
     assert blocker.read_text() == "x"
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc, a file system no one can write to")
+def test_out_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([*BASE, "--model", "mlp", "--out", "/proc/gpucomm-nope"]) == 2  # even as root: tried, not guessed
+    captured = capsys.readouterr()
+    assert "cannot write results there" in captured.err and captured.err.count("\n") == 1
+    assert captured.out == "" and list(tmp_path.iterdir()) == []
+
+
+def test_out_naming_a_parent_of_runs_gets_a_new_train_dir_inside_it(tmp_path, capsys):
+    first = tmp_path / "results" / "earlier"
+    assert main([*BASE, "--model", "mlp", "--strategies", "single", "--no-report", "--out", str(first)]) == 0
+    assert main([*BASE, "--model", "mlp", "--strategies", "single", "--no-report",
+                 "--out", str(tmp_path / "results")]) == 0
+    runs = sorted(p.name for p in (tmp_path / "results").iterdir())
+    assert len(runs) == 2 and runs[0] == "earlier" and runs[1].startswith("train-")
+    assert not (tmp_path / "results" / "records.jsonl").exists()
+    assert "report.md" not in capsys.readouterr().out  # --no-report: nothing points to a report
+
+
 def test_user_factory_from_the_command_line(tmp_path, capsys, monkeypatch, twins):
     monkeypatch.syspath_prepend(str(HERE))
     rc = _train(tmp_path, "--model", "gpucomm_train_factory_example:factory", "--strategies", "twin",
@@ -295,11 +315,12 @@ def test_a_terminal_shows_live_progress_and_ends_with_the_answer(tmp_path, cols)
     assert "-:--:--" not in text  # no bar that looks hung
     for name in ("single", "replicated"):
         assert any(line.startswith(name) and "4/4 steps" in line for line in lines), text
-    from gpucomm.report.findings import train_findings
+    from gpucomm.report.findings import train_glance
 
-    answer = train_findings(load(tmp_path / "out").train)
+    answer = train_glance(load(tmp_path / "out").train, cols)
     assert len(answer) == 2 and answer[0].startswith("Pick ") and answer[1].startswith("Equality: ")
     pick = max(i for i, line in enumerate(lines) if line.startswith("Pick "))
-    # the answer, wrapped to the terminal, is the last thing on the screen, and nothing of it is cut
+    # the answer, wrapped to the terminal, is the last thing on the screen, in at most five lines, nothing cut
+    assert len(lines[pick:]) <= 5 and all(len(line) <= cols for line in lines), text
     assert " ".join(" ".join(lines[pick:]).split()) == " ".join(" ".join(answer).split()), text
     assert "gpt-tiny" in lines[pick] and "computed what single did" in answer[1]

@@ -68,7 +68,6 @@ import argparse
 import math
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 __all__ = ["LIMITS", "AdviseConfig", "add_parser", "config_from_args", "run"]
@@ -220,12 +219,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = config_from_args(args)
         if cfg.out is not None:
-            from gpucomm.records import run_dir_for
+            from gpucomm.records import out_problem, run_dir_for
 
             cfg.out = str(run_dir_for("advise", cfg.out, create=False))  # made when the records are written
-            bad = _unwritable(cfg.out)
+            bad = out_problem(cfg.out)
             if bad:
-                return _usage(bad)
+                return _usage(f"--out {cfg.out!r}: {bad}")
         profile, results = answer.resolve_profile(cfg)
         if cfg.model is None and cfg.arch is None and cfg.params is None and cfg.layers is None:
             if not (cfg.calibrate or cfg.save_profile):
@@ -247,20 +246,3 @@ def run(args: argparse.Namespace) -> int:
         render.print_calibration_of(cfg, profile, results)
         return 0
     return render.emit(cfg, result)
-
-
-def _unwritable(out: str) -> str:
-    """Why ``--out`` cannot become a results directory (checked before anything runs or prints), or ""."""
-    import os
-
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        return f"--out {out!r}: is a file, not a directory; give a new or existing directory"
-    for parent in (path, *path.parents):
-        if parent.exists():
-            if not parent.is_dir():
-                return f"--out {out!r}: {str(parent)!r} is a file; give a path under a directory"
-            if not os.access(parent, os.W_OK | os.X_OK):
-                return f"--out {out!r}: {str(parent)!r} is not writable; give a writable directory"
-            break
-    return ""

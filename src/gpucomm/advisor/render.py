@@ -233,13 +233,13 @@ def emit(cfg: Any, advice: Advice) -> int:
         try:
             written = write_out(cfg.out, advice, rows)
         except OSError as exc:
-            print(f"gpucomm advise: error: --out {cfg.out!r}: {exc}", file=sys.stderr)
+            print(f"gpucomm advise: error: {exc}", file=sys.stderr)  # RecordWriter's message names --out
             return 2
-        if console is not None:
-            console.print(f"records: {written[0]} (gpucomm report {written[0].parent} makes its report)",
-                          markup=False)
+        if console is not None:  # paths unwrapped (soft_wrap), so that they can be copied whole
+            console.print(f"records: {written[0]}", markup=False, soft_wrap=True)
             if len(written) > 1:
-                console.print("plot: " + ", ".join(str(p) for p in written[1:]), markup=False)
+                console.print("plot: " + ", ".join(str(p) for p in written[1:]), markup=False, soft_wrap=True)
+            console.print(f"report: run gpucomm report {written[0].parent}", markup=False, soft_wrap=True)
     if console is not None:
         from gpucomm.report.terminal import Answer
 

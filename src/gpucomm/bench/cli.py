@@ -251,18 +251,17 @@ def _out_dir(text: str | None) -> Path:
 
     Called only after every other flag has been checked, so a usage error writes nothing.
     """
-    from gpucomm.records import run_dir_for
+    from gpucomm.records import out_problem, run_dir_for
 
-    path = Path(text) if text else Path("gpucomm-results")
     try:
         path = run_dir_for("bench", text)  # a new bench-<UTC>-<pid>/ unless --out names a run's own directory
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".gpucomm-write-test"
-        probe.write_text("")
-        probe.unlink()
     except OSError as exc:
-        raise UsageError(f"--out {str(path)!r}: cannot write results there ({exc.strerror or exc}); "
-                         f"choose a writable directory") from None
+        raise UsageError(f"--out {text or 'gpucomm-results'!r}: cannot write results there "
+                         f"({exc.strerror or exc}); choose a writable directory") from None
+    problem = out_problem(path)
+    if problem:
+        raise UsageError(f"--out {str(path)!r}: {problem}")
+    path.mkdir(parents=True, exist_ok=True)
     return path
 
 

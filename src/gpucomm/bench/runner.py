@@ -19,7 +19,7 @@ from gpucomm import collectives
 from gpucomm.bench import check as _checks
 from gpucomm.bench import metrics, timing
 from gpucomm.bench.adapters import Adapter
-from gpucomm.bench.backends import GRAPH, PLAIN, PREPARED, Backend
+from gpucomm.bench.backends import BACKENDS, GRAPH, PLAIN, PREPARED, Backend
 from gpucomm.bench.buffers import BufferSet, Case, allocate, fill, plan_case, planned_nbytes
 from gpucomm.bench.check import count_wrong, expected
 from gpucomm.bench.config import BenchConfig
@@ -198,7 +198,8 @@ def _note(backend: Adapter, case: Case, form: str) -> str:
     row_note = collectives.get(case.op).calls.notes.get(backend.spec.library)
     if row_note:
         notes.append(row_note)
-    if form != PLAIN and backend.spec.baseline:
+    base = BACKENDS.get(backend.spec.baseline) if backend.spec.baseline else None
+    if form != PLAIN and base is not None and base.device_type in (None, backend.device_type):  # it ran: a ratio
         how = "prepared (checked once)" if form != GRAPH else "prepared and replayed from a CUDA graph"
         notes.append(f"{how} vs {backend.spec.baseline}'s plain call")
     return "; ".join(notes)

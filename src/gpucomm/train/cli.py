@@ -160,6 +160,8 @@ class _LazyWriter:
 def run(args: argparse.Namespace) -> int:
     """Run the comparison described by ``args``; returns the exit status."""
     from gpucomm._console import make_console
+    from gpucomm.records import out_problem
+    from gpucomm.train.compare import under_launcher
     from gpucomm.train.config import ConfigError
     from gpucomm.train.models import ModelError, load_workload
     from gpucomm.train.requirements import resolve
@@ -169,6 +171,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             try:
                 config = config_from_args(args)
+                # made and undone now, by the one process that writes: a bad --out fails before any work
+                problem = out_problem(config.out) if not under_launcher() or _is_rank0() else ""
+                if problem:
+                    raise ValueError(f"--out {str(config.out)!r}: {problem}")
                 resolved = resolve(config)
                 workload = load_workload(config.model, seed=config.seed, seq_len=config.seq_len)
             except (TypeError, ValueError) as exc:  # ConfigError and ModelError included
@@ -256,7 +262,8 @@ class _Progress:
     refreshed by hand, at most twice a second, from the step callback: no refresh thread competes with
     the training loop for the interpreter while host times and steps are measured.  A strategy that runs
     in other processes (ddp) shows "running in N processes" with the ticker until it ends (its steps are
-    not reported across processes).
+    not reported across processes).  A strategy that cannot run here (dp on CPU) gets a line saying why,
+    not a bar.
     """
 
     _PERIOD_S = 0.5
@@ -266,6 +273,7 @@ class _Progress:
 
         self.steps, self.warmup = config.steps, config.warmup_steps
         self._launched = {p.name: p.world_size for p in resolved if p.process_group}
+        self._not_run = {p.name: p.not_applicable for p in resolved if p.not_applicable is not None}
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                   TextColumn("steps"), TimeElapsedColumn(), console=console,
                                   auto_refresh=False, transient=False)
@@ -313,6 +321,10 @@ class _Progress:
         self._stop_ticker()
         self._finish_launched()
         self._running = name
+        if name in self._not_run:  # a line, not a bar that waits at 0 steps as if hung
+            self._progress.console.print(f"{name}: not run here: {self._not_run[name]}", markup=False, highlight=False)
+            self._progress.refresh()
+            return
         label = (f"{name} (running in {self._launched[name]} processes)" if name in self._launched
                  else f"{name}: preparing (model, devices, first step)")
         self._tasks[name] = self._progress.add_task(label, total=self.steps)
