@@ -50,3 +50,21 @@ def _no_leaked_threads_or_children():
         p.kill()
     assert not leaked, f"test leaked threads: {[t.name for t in leaked]}"
     assert not children, f"test left child processes running: {[(p.pid, p.name()) for p in children]}"
+
+
+def _load_torch_loops():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("torch_loops", Path(__file__).with_name("_torch_loops.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def torch_loops():
+    """torch.cuda.comm's C++ loops as CPU stand-ins that check as the real ones do (tests/_torch_loops.py);
+    yields the list of loops that ran."""
+    with _load_torch_loops().on_cpu() as calls:
+        yield calls

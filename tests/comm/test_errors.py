@@ -1,7 +1,11 @@
 """Bad input: every error condition torch.cuda.comm has (and the added collectives' own), on CPU devices.
 
 Each case names the exception type and a fragment of the message that must appear: the argument's
-name and what was expected.  A second test checks that a failing call leaves ``out`` untouched.
+name and what was expected.  A second test checks that a failing call leaves ``out`` untouched.  Every
+case runs twice: as on a machine without torch.cuda.comm's C++ loops, and with them (CPU stand-ins that
+check as the real ones do, ``tests/_torch_loops.py``), where plain ``broadcast(out=)`` and
+``scatter(out=)`` hand calls to them and diagnose only what they refuse: the message must still be ours,
+the loop must not have run, and nothing may be written.
 """
 
 from __future__ import annotations
@@ -20,6 +24,12 @@ C3 = ["cpu", "cpu", "cpu"]
 
 def t(*shape, dtype=torch.float32):
     return torch.zeros(shape, dtype=dtype)
+
+
+@pytest.fixture(params=["checked", "torch_loops"])
+def loops(request):
+    """None (no torch loops, as on a CPU build), or the list of torch loops that ran (stand-ins installed)."""
+    return request.getfixturevalue("torch_loops") if request.param == "torch_loops" else None
 
 
 BAD = [
@@ -117,10 +127,11 @@ BAD = [
 
 
 @pytest.mark.parametrize("name,call,exc,fragment", BAD, ids=[b[0] for b in BAD])
-def test_bad_input_raises_a_named_error(name, call, exc, fragment):
+def test_bad_input_raises_a_named_error(name, call, exc, fragment, loops):
     with pytest.raises(exc) as info:
         call()
     assert fragment in str(info.value), f"{name}: {fragment!r} not in {str(info.value)!r}"
+    assert not loops, f"{name}: torch's loop ran on a refused call"
 
 
 def test_at_least_25_bad_input_cases():
@@ -142,7 +153,7 @@ OUT_CASES = [
 
 
 @pytest.mark.parametrize("name,call,make", OUT_CASES, ids=[o[0] for o in OUT_CASES])
-def test_failed_call_leaves_outputs_untouched(name, call, make):
+def test_failed_call_leaves_outputs_untouched(name, call, make, loops):
     outs = make()
     with pytest.raises(ValueError):
         call(outs)
@@ -183,7 +194,7 @@ def _overlapping(k: int, width: int = 4) -> tuple[torch.Tensor, list[torch.Tenso
 
 @pytest.mark.parametrize("name", ["all_reduce", "reduce_scatter", "all_gather", "scatter", "broadcast",
                                   "send_recv", "all_to_all", "all_to_all_v"])
-def test_outputs_that_overlap_each_other_are_refused_before_any_write(name):
+def test_outputs_that_overlap_each_other_are_refused_before_any_write(name, loops):
     ins = [torch.arange(4.0) + 10 * i for i in range(2)]
     calls = {
         "all_reduce": lambda outs: c.all_reduce(ins, out=outs),
@@ -200,6 +211,7 @@ def test_outputs_that_overlap_each_other_are_refused_before_any_write(name):
     with pytest.raises(ValueError, match=r"out\[1\]\S*: expected a tensor that does not overlap out\[0\]"):
         calls[name](outs)
     assert (base == -1).all(), name  # nothing was written
+    assert not loops
 
 
 def test_the_same_output_twice_is_allowed_where_every_output_gets_the_same_value():

@@ -60,52 +60,40 @@ def test_bind_copies_and_noop():
     assert k.noop() is None
 
 
-def _as_if_cuda(monkeypatch):
-    """torch's C++ loops replaced by recorders that check shapes first, as the real ones do (which also refuse
-    non-CUDA outputs): what comm hands them, and what it checks itself, seen on a machine without a GPU."""
-    calls = []
-
-    def broadcast_out(src, outs):
-        if any(o.shape != src.shape for o in outs):
-            raise RuntimeError("Expected all output tensors to have same shape as the source")
-        calls.append("broadcast")
-        for o in outs:
-            o.copy_(src)
-
-    def scatter_out(src, outs, dim, streams):
-        if sum(o.shape[dim] for o in outs) != src.shape[dim]:
-            raise RuntimeError("Total size for output tensors along scatter dim does not match")
-        calls.append("scatter")
-        for o, piece in zip(outs, src.split([o.shape[dim] for o in outs], dim), strict=True):
-            o.copy_(piece)
-
-    monkeypatch.setattr(k, "BROADCAST_OUT", broadcast_out)
-    monkeypatch.setattr(k, "SCATTER_OUT", scatter_out)
-    return calls
-
-
-def test_plain_broadcast_and_scatter_hand_what_torchs_loops_check_to_them(monkeypatch):
-    calls = _as_if_cuda(monkeypatch)
+def test_plain_broadcast_and_scatter_hand_what_torchs_loops_check_to_them(torch_loops):
     src, outs = torch.arange(4.0), [torch.zeros(4) for _ in range(3)]
-    assert c.broadcast(src, out=outs) == outs and calls == ["broadcast"]
+    assert c.broadcast(src, out=outs) == outs and torch_loops == ["broadcast"]
     assert all(torch.equal(o, src) for o in outs)
     pieces = [torch.zeros(2) for _ in range(3)]
-    assert c.scatter(torch.arange(6.0), out=pieces) == tuple(pieces) and calls == ["broadcast", "scatter"]
+    assert c.scatter(torch.arange(6.0), out=pieces) == tuple(pieces) and torch_loops == ["broadcast", "scatter"]
     assert torch.equal(torch.cat(pieces), torch.arange(6.0))
+    assert c.scatter(torch.arange(6.0).reshape(2, 3), out=[torch.zeros(2, 2),
+                     torch.zeros(2, 1)], dim=1)[1].flatten().tolist() == [2.0, 5.0]
+    assert torch_loops[-1] == "scatter"
 
 
-def test_what_torchs_loops_do_not_check_takes_the_checked_route(monkeypatch):
-    calls = _as_if_cuda(monkeypatch)
+def test_what_torchs_loops_do_not_check_takes_the_checked_route(torch_loops):
     base = torch.arange(8.0)
     c.broadcast(base[:4], out=[base[2:6], torch.zeros(4)])  # an output inside the source's storage
-    assert calls == [] and torch.equal(base[2:6], torch.arange(4.0))
+    assert torch_loops == [] and torch.equal(base[2:6], torch.arange(4.0))
     with pytest.raises(ValueError, match=r"out\[1\]: expected a tensor that does not overlap out\[0\]"):
         c.scatter(torch.arange(4.0), out=list(torch.zeros(4).as_strided((2, 2), (1, 1))))  # outputs overlap
     with pytest.raises(ValueError, match=r"out\[1\]: expected shape \[4\]"):  # refused by the loop: ours names it
         c.broadcast(torch.ones(4), out=[torch.zeros(4), torch.zeros(5)])
-    assert calls == []
+    assert torch_loops == []
     grad = torch.zeros(4, requires_grad=True)
-    with pytest.raises((ValueError, RuntimeError)):
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):  # copy_'s own refusal, either way
         c.broadcast(torch.ones(4), out=[grad])
-    assert calls == [] and torch.equal(grad.detach(), torch.zeros(4))
-    assert k.direct(torch.ones(2), [torch.ones(2).to_sparse()]) is False  # no storage: the checked route
+    assert torch_loops == [] and torch.equal(grad.detach(), torch.zeros(4))
+    assert not k.broadcast_out(torch.ones(2), [torch.ones(2).to_sparse()])  # no storage: the checked route
+    assert not k.broadcast_out(torch.ones(2), [])  # torch's loop takes an empty list; ours refuses it by name
+    assert not k.scatter_out(torch.tensor(1.0), [torch.zeros(())], 0)  # a 0-dim source: torch's loop misreads it
+    assert not k.broadcast_out(torch.ones(1 << 17), [torch.zeros(1 << 17)])  # a 512 KiB host source: pinned route
+    assert torch_loops == []
+
+
+def test_the_storage_test_sees_shared_memory():
+    base = torch.zeros(8)
+    assert not k.unshared(base, [base[4:]]) and not k.unshared(base[:2], [torch.zeros(2), base[6:]])
+    assert k.unshared(base, [torch.zeros(2), torch.zeros(2)])
+    assert not k.unshared(torch.zeros(2), [3])

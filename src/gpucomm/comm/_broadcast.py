@@ -45,12 +45,10 @@ def broadcast(tensor: torch.Tensor, devices: Any = None, *, out: Any = None) -> 
     Returns:
         ``list[Tensor]``, one per device (or the ``out`` tensors).
     """
-    if devices is None and (type(out) is list or type(out) is tuple) and _kernels.direct(tensor, out):
-        try:
-            _kernels.BROADCAST_OUT(tensor, out)  # torch.cuda.comm's C++ loop: it checks every shape first
-            return list(out)
-        except RuntimeError:
-            pass  # a shape it refuses: the checks below name it, before anything is written
+    if devices is None and (type(out) is list or type(out) is tuple):
+        done = _kernels.broadcast_out(tensor, out)  # torch.cuda.comm's C++ loop, if it may take the call
+        if done is not None:
+            return done
     check_tensor(tensor, "tensor")
     check_exactly_one("broadcast", "devices", devices, "out", out)
     if devices is not None:

@@ -10,38 +10,62 @@ offers:
   NCCL/copy/torch-C++ route — decided once), what the public function would return, and every tensor
   it writes.  The engine of :func:`gpucomm.comm.prepare` and ``LocalCommunicator.prepare``.  Each kernel
   module registers the forms of its own functions (:func:`gpucomm.comm._prepare.prepared_form`).
+* :func:`local_form` — how a ``LocalCommunicator`` runs a collective row's method on the tensors it holds
+  (registered by the kernel module that implements the row, found by the row's name).
 * :func:`capture` — CUDA-graph capture of such a ``run``.
 * torch.cuda.comm's own C++ loops (:data:`BROADCAST_OUT`, :data:`SCATTER_OUT`, :data:`SCATTER`): the
-  **one** home of torch's direct routes, and the small helpers every kernel module's binding uses.
+  **one** home of torch's direct routes, with :func:`broadcast_out` and :func:`scatter_out`, which hand a
+  plain call to them under the contract below, and the small helpers every kernel module's binding uses.
 
-The kernel modules import this module; it imports none of them (no cycle).
+**Letting torch check what torch checks.**  torch.cuda.comm's C++ loops check, before their first copy,
+everything their own checks cover: a non-tensor argument (the binding's TypeError), an output that is not
+a CUDA tensor, an output shape that does not fit the source (and, for scatter, a dim out of range or sizes
+that do not add up) — RuntimeError or IndexError, with nothing written.  They do **not** check what
+gpucomm adds: that no output shares memory with the source or with another output (they would race, or
+leave one output holding part of another's value), that there is at least one output (broadcast), that
+the source has a dim to split (scatter reads past a 0-dim source's sizes).  :func:`broadcast_out` and
+:func:`scatter_out` check exactly those — the storages in one C-level pass — and hand the call to torch's
+loop; when that check says no, or the loop refuses the call, they return None having written nothing,
+and the caller runs its full checks, which name the problem in gpucomm's words and with gpucomm's
+exception types, and then its own route (which also takes what gpucomm accepts and torch does not, such as
+CPU outputs).  Autograd needs no check of its own: the loops write each output with ``copy_``, exactly as
+gpucomm's own route does, so a tensor that requires grad meets the same ``copy_`` either way.  A CPU source
+larger than ``_host.DIRECT_MAX_BYTES`` is left to the caller too: pinned staging beats torch's pageable
+copies there.
 """
 
 from __future__ import annotations
 
 import functools
-import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import torch
 
 from gpucomm.comm import _copy
 from gpucomm.comm._graph import capture
+from gpucomm.comm._host import DIRECT_MAX_BYTES
 from gpucomm.comm._prepare import bind, forms
 
 __all__ = [
     "BROADCAST_OUT",
     "SCATTER",
     "SCATTER_OUT",
+    "Held",
+    "LocalForm",
     "Run",
     "bind",
     "bind_copies",
+    "broadcast_out",
     "capture",
+    "cuda_alike",
     "forms",
+    "local_form",
+    "local_forms",
     "noop",
     "one_device",
-    "cuda_alike",
-    "direct",
+    "scatter_out",
+    "unshared",
 ]
 
 Run = Callable[[], object]
@@ -56,34 +80,66 @@ SCATTER_OUT = getattr(torch._C, "_scatter_out", None)
 SCATTER = getattr(torch._C, "_scatter", None)
 """``torch.cuda.comm.scatter(t, devices)``'s C++: each chunk ``.to(device, non_blocking=True)``."""
 
+_REFUSED = (RuntimeError, TypeError, IndexError, ValueError)  # what torch's loops raise (NotImplementedError too)
 
-_TENSOR_ONLY = {torch.Tensor}
-_REQUIRES_GRAD = operator.attrgetter("requires_grad")
+
+def _one_object_per_storage() -> bool:
+    """Whether torch hands out one Python object per storage (its PyObject preservation, torch >= 2.1): then
+    two tensors share memory exactly when their ``untyped_storage()`` is the same object."""
+    t = torch.empty(2)
+    return t.untyped_storage() is t[1:].untyped_storage()
+
+
+_STORAGE_OBJECTS = _one_object_per_storage()
 _UNTYPED = torch.Tensor.untyped_storage
-_STORAGE_PTR = torch.UntypedStorage.data_ptr
 
 
-def direct(src: torch.Tensor, outs: Sequence[torch.Tensor]) -> bool:
-    """Whether torch's C++ loops (:data:`BROADCAST_OUT`, :data:`SCATTER_OUT`) may take ``src`` and ``outs`` as
-    they are: only the checks those loops do not make, each one C-level pass.
+def unshared(first: torch.Tensor, rest: Sequence[torch.Tensor]) -> bool:
+    """Whether ``first`` and every tensor of ``rest`` sit in storages of their own (one C-level pass).
 
-    The loops check, before their first copy, that every output is a CUDA tensor of the right shape (a
-    RuntimeError otherwise: the caller then runs its full checks, which name the problem), and they cast
-    dtypes as ``copy_`` does.  They do not check aliasing, so every tensor here must be a plain strided
-    tensor in a storage of its own (an output in the source's storage, or two outputs in one, would race),
-    and no output may need autograd (``copy_`` would refuse it after writing the ones before it).
+    False, never an error, for anything without a storage (a sparse tensor, a non-tensor): the caller's
+    checks name it.
     """
-    if BROADCAST_OUT is None:
-        return False
-    group = [src, *outs]
-    if set(map(type, group)) != _TENSOR_ONLY:
-        return False
     try:
-        if len(set(map(_STORAGE_PTR, map(_UNTYPED, group)))) != len(group):
-            return False
-    except (RuntimeError, NotImplementedError):  # a sparse or otherwise storage-less tensor
+        if _STORAGE_OBJECTS:
+            return len({first.untyped_storage(), *map(_UNTYPED, rest)}) == len(rest) + 1
+        # older torch: compare addresses (empty storages share one, which only costs the checked route)
+        return len({first.untyped_storage().data_ptr(), *(t.untyped_storage().data_ptr() for t in rest)}
+                   ) == len(rest) + 1
+    except (AttributeError, TypeError, RuntimeError):  # NotImplementedError is a RuntimeError
         return False
-    return not (torch.is_grad_enabled() and any(map(_REQUIRES_GRAD, outs)))
+
+
+def broadcast_out(src: torch.Tensor, outs: Sequence[torch.Tensor]) -> list[torch.Tensor] | None:
+    """``torch.cuda.comm.broadcast(src, out=outs)``'s C++ loop, when the contract above lets it take the call.
+
+    Returns what the loop returns (the outputs, as a list; each now holds ``src``, enqueued as torch enqueues
+    it), or None: nothing was written, and the caller checks and routes the call itself.
+    """
+    if BROADCAST_OUT is None or not outs:
+        return None
+    try:
+        if (src.nbytes <= DIRECT_MAX_BYTES or src.is_cuda) and unshared(src, outs):
+            return BROADCAST_OUT(src, outs)
+    except _REFUSED:
+        pass
+    return None
+
+
+def scatter_out(src: torch.Tensor, outs: Sequence[torch.Tensor], dim: int) -> list[torch.Tensor] | None:
+    """``torch.cuda.comm.scatter(src, out=outs, dim=dim)``'s C++ loop (no streams), under the contract above.
+
+    Returns the loop's result (output i now holds chunk i of ``src`` along ``dim``), or None: nothing was
+    written.
+    """
+    if SCATTER_OUT is None:
+        return None
+    try:
+        if src.ndim and (src.nbytes <= DIRECT_MAX_BYTES or src.is_cuda) and unshared(src, outs):
+            return SCATTER_OUT(src, outs, dim, None)
+    except _REFUSED:
+        pass
+    return None
 
 
 def noop() -> None:
@@ -123,3 +179,43 @@ def bind_copies(dsts: list[torch.Tensor], srcs: list[torch.Tensor]) -> Run:
 def _copy_loop(pairs: list) -> None:
     for copy_, src in pairs:
         copy_(src, non_blocking=True)
+
+
+# ----- the LocalCommunicator's forms -------------------------------------------------------------------
+class Held(NamedTuple):
+    """What a LocalCommunicator knows of its participants, decided once, when it is created."""
+
+    devices: tuple[torch.device, ...]
+    """Participant i's device."""
+    one: bool
+    """Every participant on one device (``["cuda:0"] * 4``, ``["cpu"] * 4``): everything can run as one kernel."""
+    distinct: bool
+    """Every participant on a device of its own: their tensors cannot share memory."""
+
+
+LocalForm = Callable[[Held, Sequence[Any], Sequence[Any], int, Any, Mapping[str, Any]], None]
+"""``form(held, inputs, outputs, root, op, extra)``: a LocalCommunicator's method of one collective row, run on
+the tensors it holds, after the Communicator's own checks: ``inputs`` and ``outputs`` hold one tensor per
+participant, each on its participant's device (``inputs is outputs`` for in-place rows; only the root's
+entry of a root-only list), ``root`` is a participant index and the shapes are those the row implies.  The
+form makes every check of the gpucomm.comm function the row calls (same errors), then runs it; it returns
+nothing (the Communicator returns the outputs)."""
+
+_LOCAL: dict[str, LocalForm] = {}
+
+
+def local_form(name: str) -> Callable[[LocalForm], LocalForm]:
+    """Register the decorated function as the LocalCommunicator's form of the collective row ``name``."""
+
+    def register(form: LocalForm) -> LocalForm:
+        if name in _LOCAL:
+            raise RuntimeError(f"local_form: {name!r} is registered twice")
+        _LOCAL[name] = form
+        return form
+
+    return register
+
+
+def local_forms() -> dict[str, LocalForm]:
+    """Every registered LocalCommunicator form, by row name."""
+    return dict(_LOCAL)

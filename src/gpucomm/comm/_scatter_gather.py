@@ -60,12 +60,10 @@ def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, 
         ``tuple[Tensor, ...]``: the chunks, in device order (or the ``out`` tensors).
     """
     if (devices is None and chunk_sizes is None and streams is None and type(dim) is int
-            and (type(out) is list or type(out) is tuple) and _kernels.direct(tensor, out)):
-        try:
-            _kernels.SCATTER_OUT(tensor, out, dim, None)  # torch.cuda.comm's C++ loop: it checks before copying
-            return tuple(out)
-        except (RuntimeError, IndexError):
-            pass  # sizes or a dim it refuses: the checks below name them, before anything is written
+            and (type(out) is list or type(out) is tuple)):
+        done = _kernels.scatter_out(tensor, out, dim)  # torch.cuda.comm's C++ loop, if it may take the call
+        if done is not None:
+            return tuple(done)
     check_tensor(tensor, "tensor")
     _dense(tensor, "tensor")
     if out is not None:
