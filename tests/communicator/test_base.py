@@ -28,9 +28,17 @@ def test_the_methods_are_the_rows_that_declare_one():
         params = list(inspect.signature(method).parameters)
         assert params == ["self", *m.params], name
         assert method.__doc__ == m.doc
-        for impl in (LocalCommunicator, ProcessGroupCommunicator):  # defined once, in the base
-            assert getattr(impl, name) is method
+        for impl in (LocalCommunicator, ProcessGroupCommunicator):  # built for each class, from the same row
+            built = getattr(impl, name)
+            assert inspect.signature(built) == inspect.signature(method) and built.__doc__ == m.doc, (impl, name)
+            assert built.__qualname__ == f"Communicator.{name}"
     assert not {n for n in Communicator.__abstractmethods__ if n in methods()}
+
+
+def test_every_row_with_a_method_has_gpucomm_comms_local_form():
+    from gpucomm.comm import _kernels
+
+    assert sorted(_kernels.local_forms()) == sorted(methods())
 
 
 def test_methods_bind_arguments_as_python_does():

@@ -46,6 +46,7 @@ __all__ = [
     "Method",
     "OPS_BY_NAME",
     "ReduceOp",
+    "Slots",
     "TORCH_OP_NAMES",
     "method_call",
     "parse_op",
@@ -247,6 +248,18 @@ participant), ``root`` (a global participant index) and ``op`` (a reduction op).
 option of that collective alone and travels in ``Args.extra``."""
 
 
+class Slots(NamedTuple):
+    """Where a :class:`Method`'s parameters put each :class:`Args` field: a parameter index, -1 where absent."""
+
+    inputs: int
+    """``inputs`` (or ``tensors``: then ``outputs`` is the same index, the call is in place)."""
+    outputs: int
+    root: int
+    op: int
+    extra: tuple[tuple[str, int], ...]
+    """``(name, index)`` of each parameter that is none of :data:`METHOD_PARAMS`."""
+
+
 @dataclass(frozen=True, slots=True)
 class Method:
     """A collective's Communicator method, as data: the row that has one gets it on every Communicator.
@@ -262,12 +275,12 @@ class Method:
     """Defaults of trailing parameters by name."""
     doc: str
     """What the method does, one or two sentences (its docstring)."""
-    _slots: tuple = field(init=False, repr=False, compare=False)
-    """Where each :class:`Args` field is among the parameters (-1: absent): inputs, outputs, root, op, extras."""
+    slots: Slots = field(init=False, repr=False, compare=False)
+    """Where each :class:`Args` field is among the parameters (computed from ``params``)."""
 
     def __post_init__(self) -> None:
         at = {p: k for k, p in enumerate(self.params)}
-        object.__setattr__(self, "_slots", (
+        object.__setattr__(self, "slots", Slots(
             at.get("inputs", at.get("tensors", -1)), at.get("outputs", at.get("tensors", -1)),
             at.get("root", -1), at.get("op", -1), tuple((p, k) for p, k in at.items() if p not in METHOD_PARAMS)))
         seen_default = False
@@ -282,7 +295,7 @@ class Method:
     def args(self, values: Sequence[Any], n: int, *, rank: int = 0, devices: Sequence[Any] = (),
              ranks: Sequence[int] | None = None) -> Args:
         """The :class:`Args` of one method call: ``values`` in parameter order."""
-        ins, outs, root, op, extra = self._slots
+        ins, outs, root, op, extra = self.slots
         v_in = values[ins] if ins >= 0 else ()
         return Args(v_in, values[outs] if outs >= 0 else v_in, n, values[root] if root >= 0 else 0,
                     values[op] if op >= 0 else None, rank, devices,

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from gpucomm._validate import describe, fail_type, fail_value
+from gpucomm.comm import _kernels
 from gpucomm.comm._checks import check_disjoint, check_tensors
 from gpucomm.comm._exchange import all_to_all
 from gpucomm.comm._prepare import bind, prepared_form
@@ -112,3 +113,8 @@ def _check_split_sizes(split_sizes: Any, ts: list[torch.Tensor]) -> list[list[in
                              f"{list(row)} (sum {sum(row)})")
         sizes.append(list(map(operator.index, row)))
     return sizes
+
+
+@_kernels.local_form("all_to_all_v")
+def _local(held, inputs, outputs, root, op, extra):
+    all_to_all_v(inputs, extra["split_sizes"], out=outputs)

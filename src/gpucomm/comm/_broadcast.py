@@ -190,3 +190,11 @@ def _prepared(inputs, outputs, devices=None):
     else:
         outs = broadcast_outputs(inputs, devices)
     return bind_broadcast(inputs, outs), outs, outs
+
+
+@_kernels.local_form("broadcast")
+def _local(held, inputs, outputs, root, op, extra):
+    src = inputs[root]  # in place: the root's tensor is the source; the others receive it
+    others = outputs[:root] + outputs[root + 1:]
+    if _kernels.broadcast_out(src, others) is None:
+        broadcast(src, out=list(others) or [src])

@@ -357,3 +357,19 @@ def _prepared_send_recv(inputs, outputs):
     ts = check_send_recv(inputs)
     outs = send_recv_outputs(ts) if outputs is None else check_send_recv_out(ts, outputs)
     return bind_send_recv(ts, outs), outs, outs
+
+
+@_kernels.local_form("all_gather")
+def _local_all_gather(held, inputs, outputs, root, op, extra):
+    all_gather(inputs, out=outputs)
+
+
+@_kernels.local_form("all_to_all")
+def _local_all_to_all(held, inputs, outputs, root, op, extra):
+    n = len(inputs)  # chunk j of participant i's buffer goes to participant j
+    all_to_all([list(t.chunk(n)) for t in inputs], out=[list(t.chunk(n)) for t in outputs])
+
+
+@_kernels.local_form("send_recv")
+def _local_send_recv(held, inputs, outputs, root, op, extra):
+    send_recv(inputs, out=outputs)

@@ -494,3 +494,18 @@ def _prepared_reduce_scatter(inputs, outputs, dim=0, op="sum"):
     if outs is None:
         outs = [torch.empty(chunk_shape, dtype=t.dtype, device=t.device) for t in ts]
     return bind_reduce_scatter(ts, outs, o, d), outs, outs
+
+
+@_kernels.local_form("reduce")
+def _local_reduce(held, inputs, outputs, root, op, extra):
+    reduce(inputs, None, op, out=outputs[root])
+
+
+@_kernels.local_form("all_reduce")
+def _local_all_reduce(held, inputs, outputs, root, op, extra):
+    all_reduce(inputs, op, out=outputs)
+
+
+@_kernels.local_form("reduce_scatter")
+def _local_reduce_scatter(held, inputs, outputs, root, op, extra):
+    reduce_scatter(inputs, 0, op, out=outputs)

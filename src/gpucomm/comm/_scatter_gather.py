@@ -413,3 +413,15 @@ def _prepared_gather(inputs, outputs, dim=0, destination=None, root=None):
     if out is None:
         out = gather_output(ts, shape, destination)
     return bind_gather(ts, out, d), out, [out]
+
+
+@_kernels.local_form("scatter")
+def _local_scatter(held, inputs, outputs, root, op, extra):
+    src = inputs[root]
+    if _kernels.scatter_out(src, outputs, 0) is None:
+        scatter(src, out=outputs)
+
+
+@_kernels.local_form("gather")
+def _local_gather(held, inputs, outputs, root, op, extra):
+    gather(inputs, 0, out=outputs[root])

@@ -28,9 +28,14 @@ copy or a no-op, with no special path in callers.
 
 **The methods come from the collective rows.**  Every row of :mod:`gpucomm.collectives` that declares a
 :class:`~gpucomm.collectives.spec.Method` becomes one method of this class, with that name, parameters,
-defaults and docstring; an implementation runs it from the row's own library call (``calls.gpucomm_comm``
-for :class:`LocalCommunicator`, ``calls.gpucomm_dist`` for :class:`ProcessGroupCommunicator`).  Adding a
-collective's row adds its method to every Communicator.
+defaults and docstring.  Each implementation builds every such method once, when the class is created
+(:meth:`Communicator._method_of`: a closure over the row's facts, never a generic binder per call), in the
+row's signature with a per-arity fast path (:func:`arity`): a positional call with every argument goes
+straight to the work, trailing defaults left out are filled from a tuple, and only keywords go through
+Python's own binding rules.  :class:`ProcessGroupCommunicator` runs the row's own gpucomm.dist call
+(``calls.gpucomm_dist``); :class:`LocalCommunicator` runs gpucomm.comm's form of the row (registered by the
+kernel module that implements it, ``gpucomm.comm._kernels.local_form``).  Adding a collective's row adds
+its method to every Communicator.
 
 **What a method returns** is what :mod:`gpucomm.comm`'s function of the same name returns, for the
 participants this process holds: the output tensors as a list (a tuple for scatter, as
@@ -56,7 +61,8 @@ from gpucomm.collectives import Collective
 from gpucomm.collectives.spec import ROOT, Args
 from gpucomm.prepared import Prepared
 
-__all__ = ["Communicator", "OptionalTensors", "Prepared", "Tensors", "methods"]
+__all__ = ["LIST", "ROOTS", "TUPLE", "Communicator", "OptionalTensors", "Prepared", "Tensors", "arity", "methods", "result",
+           "returns", "signed"]
 
 Tensors = Sequence[torch.Tensor]
 OptionalTensors = Sequence[torch.Tensor | None]
@@ -73,9 +79,15 @@ class Communicator(abc.ABC):
     """The collective interface shared by one-process and many-process implementations.
 
     The collective methods (``broadcast``, ``all_reduce``, ... — :func:`methods`) are defined from the
-    collective rows (see the module docstring); an implementation provides :meth:`_run` and
-    :meth:`_bind`, which receive the row and the :class:`~gpucomm.collectives.spec.Args` of one call.
+    collective rows (see the module docstring); an implementation provides :meth:`_args` and :meth:`_bind`,
+    which receive the row and one call's arguments, and either :meth:`_run` or its own :meth:`_method_of`.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, row in _ROWS.items():  # every implementation's methods, built once per class
+            if name not in cls.__dict__:
+                setattr(cls, name, cls._method_of(row))
 
     # ----- who participates -------------------------------------------------------------------------
     @property
@@ -118,9 +130,26 @@ class Communicator(abc.ABC):
         """This implementation's checks of one method call (``values``: its arguments in parameter order)
         and the row's :class:`~gpucomm.collectives.spec.Args` for it."""
 
-    @abc.abstractmethod
     def _run(self, row: Collective, a: Args) -> None:
-        """Perform the checked call now (the library's own checks run too)."""
+        """Perform the checked call now (the library's own checks run too): what the default body runs."""
+        raise NotImplementedError(f"{type(self).__name__} runs {row.name} through its own _method_of")
+
+    @classmethod
+    def _method_of(cls, row: Collective) -> Callable[..., Any]:
+        """``row``'s method for this class, built once per class (an implementation may build its own closure
+        over the row's facts: :func:`arity` and :func:`signed` give it the argument handling and the signature).
+
+        The default checks through :meth:`_args`, runs through :meth:`_run` and returns what the module
+        docstring says.
+        """
+        kind = returns(row)
+
+        def body(self: Communicator, *values: Any) -> Any:
+            a = self._args(row, values)
+            self._run(row, a)
+            return result(row, a, kind)
+
+        return _method(row, body)
 
     @abc.abstractmethod
     def _bind(self, row: Collective, a: Args) -> Callable[[], object]:
@@ -153,25 +182,25 @@ class Communicator(abc.ABC):
         return Prepared.of(run, op)
 
 
-_LIST, _TUPLE, _ROOTS = 0, 1, 2  # what a method returns: its outputs as a list, as a tuple, or the root's
+LIST, TUPLE, ROOTS = 0, 1, 2  # what a method returns: its outputs as a list, as a tuple, or the root's
 
 
-def _returns(row: Collective) -> int:
+def returns(row: Collective) -> int:
     """What ``row``'s method returns (see the module docstring), decided once per row."""
     if row.output_buffer == ROOT or (row.has_root and row.reduces):  # one destination: the root's tensor
-        return _ROOTS
+        return ROOTS
     if row.input_buffer == ROOT and "tensors" not in row.method.params:  # scatter, as torch.cuda.comm's
-        return _TUPLE
-    return _LIST
+        return TUPLE
+    return LIST
 
 
 def result(row: Collective, a: Args, kind: int | None = None) -> Any:
     """What a Communicator method returns for call ``a`` (see the module docstring)."""
-    kind = _returns(row) if kind is None else kind
+    kind = returns(row) if kind is None else kind
     outputs = a.outputs
-    if kind == _LIST:
+    if kind == LIST:
         return list(outputs)
-    if kind == _TUPLE:
+    if kind == TUPLE:
         return tuple(outputs)
     k = a.root - a.rank * len(outputs)
     return outputs[k] if 0 <= k < len(outputs) else None
@@ -198,25 +227,38 @@ def _bind_arguments(row: Collective, args: tuple, kwargs: dict) -> tuple:
     return tuple(values[p] if p in values else m.defaults[p] for p in params)
 
 
-def _method(row: Collective) -> Callable[..., Any]:
-    """The Communicator method of ``row``: bind the arguments, check them, run the row's call."""
+def arity(row: Collective) -> tuple[int, Callable[[tuple, dict], tuple]]:
+    """``(count, complete)`` for ``row``'s method: its parameter count, and ``complete(args, kwargs)``, which
+    returns every argument in parameter order (trailing defaults filled in; keywords bound by Python's rules,
+    with Python's TypeErrors).  A body called with exactly ``count`` positional arguments needs neither."""
     m = row.method
     count = len(m.params)
     required = sum(p not in m.defaults for p in m.params)
     tail = tuple(m.defaults[p] for p in m.params[required:])  # the defaults, in order
-    kind = _returns(row)
+
+    def complete(args: tuple, kwargs: dict) -> tuple:
+        if kwargs or not required <= len(args) <= count:
+            return _bind_arguments(row, args, kwargs)
+        return args + tail[len(args) - required:]  # trailing arguments left at their defaults
+
+    return count, complete
+
+
+def _method(row: Collective, body: Callable[..., Any]) -> Callable[..., Any]:
+    """The Communicator method of ``row``: its arguments completed (see :func:`arity`), then ``body``."""
+    count, complete = arity(row)
 
     def method(self: Communicator, *args: Any, **kwargs: Any) -> Any:
-        if kwargs or not required <= len(args) <= count:
-            args = _bind_arguments(row, args, kwargs)
-        elif len(args) < count:  # trailing arguments left at their defaults
-            args += tail[len(args) - required:]
-        a = self._args(row, args)
-        self._run(row, a)
-        if kind == _LIST:
-            return list(a.outputs)
-        return result(row, a, kind)
+        if kwargs or len(args) != count:
+            args = complete(args, kwargs)
+        return body(self, *args)
 
+    return signed(row, method)
+
+
+def signed(row: Collective, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` named, documented and signed as ``row``'s Communicator method."""
+    m = row.method
     name = str(row.name)
     method.__name__ = name
     method.__qualname__ = f"Communicator.{name}"
@@ -229,4 +271,4 @@ def _method(row: Collective) -> Callable[..., Any]:
 
 
 for _name, _row in _ROWS.items():
-    setattr(Communicator, _name, _method(_row))
+    setattr(Communicator, _name, Communicator._method_of(_row))

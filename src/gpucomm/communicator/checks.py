@@ -11,7 +11,7 @@ import torch
 from gpucomm import collectives
 from gpucomm._validate import check_tensor_list, describe, fail_type, fail_value
 from gpucomm.collectives import Collective, ReduceOp
-from gpucomm.collectives.spec import CHUNK, CHUNK_COUNT, ROOT, Args
+from gpucomm.collectives.spec import CHUNK, CHUNK_COUNT, ROOT
 from gpucomm.communicator.base import Communicator
 
 _SHAPE = operator.attrgetter("shape")
@@ -88,19 +88,21 @@ def _output_shape(name: str, shape: torch.Size, n: int) -> torch.Size:
     return torch.Size(collectives.get(name).output_shape(shape, n))
 
 
-def check_shapes(row: Collective, n: int, a: Args, outputs: str = "outputs", inputs: str = "inputs") -> None:
+def check_shapes(row: Collective, n: int, ins: Sequence, outs: Sequence, root: int = 0, rank: int = 0,
+                 outputs: str = "outputs", inputs: str = "inputs") -> None:
     """The shapes ``row`` implies between one call's held outputs and inputs, along dim 0.
 
     all_gather, gather: an output is n inputs; reduce_scatter, scatter: an output is one of n chunks of
     an input (the root's, for scatter); all_to_all: the input splits into n chunks and the output has its
-    shape; send_recv: the output has the input's shape.  In-place calls (one list) and calls with their
-    own split sizes (all_to_all_v, checked by the library) relate nothing here.
+    shape; send_recv: the output has the input's shape.  ``root`` is the root's participant index and
+    ``rank`` this process's (a LocalCommunicator's is 0).  In-place calls (one list) relate nothing here,
+    and neither do rows whose method takes its own split sizes (all_to_all_v: the library checks them;
+    callers leave them out).
     """
-    ins, outs = a.inputs, a.outputs
-    if ins is outs or a.extra:
+    if ins is outs:
         return
     if row.input_buffer == CHUNK or row.output_buffer == CHUNK:
-        k = a.root - a.rank * len(outs)  # the root's slot among the held participants (rooted rows)
+        k = root - rank * len(outs)  # the root's slot among the held participants (rooted rows)
         first = 0
         if row.input_buffer == ROOT:  # every output is one chunk of the root's input
             if not 0 <= k < len(ins):

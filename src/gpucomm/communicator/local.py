@@ -4,13 +4,16 @@ This process holds every participant, so every list argument has one tensor per 
 0 and world size is 1.  Devices may repeat (``["cpu", "cpu"]``, ``[cuda:0, cuda:0]``): each entry is
 a participant of its own, which is how CPU-only and single-GPU machines exercise n-way code.
 
-A method call is checked here only for what the Communicator adds to :mod:`gpucomm.comm`'s function:
-one tensor per participant, each on its participant's device, a root among them, and the shapes the
-collective's row implies between outputs and inputs.  It then makes the row's own ``gpucomm.comm`` call
-(``row.calls.gpucomm_comm``), whose checks, verdict cache and route choice (NCCL, torch's C++ loops,
-the copy path) are comm's; :meth:`~gpucomm.communicator.base.Communicator.prepare` binds that call through
-comm's prepared form of the function (``gpucomm.comm._kernels.bind``), the engine of
-:func:`gpucomm.comm.prepare`.
+A method call is checked here only for what the Communicator adds to :mod:`gpucomm.comm`: one tensor per
+participant, each on its participant's device (one C-level pass over the tensors' device indices), a root
+among them, and the shapes the collective's row implies between outputs and inputs.  It then runs
+gpucomm.comm's form of the row (``gpucomm.comm._kernels.local_form``, registered by the kernel module that
+implements it), which makes every check of the gpucomm.comm function the row calls and chooses the route
+(NCCL, torch's C++ loops, the copy path).  Each method's body is built once, when the class is created, as a
+closure over the row's facts; what depends on the devices (their indices, whether they repeat) is decided
+once per communicator.  :meth:`~gpucomm.communicator.base.Communicator.prepare` binds the row's own
+gpucomm.comm call (``row.calls.gpucomm_comm``) through comm's prepared form of the function
+(``gpucomm.comm._kernels.bind``), the engine of :func:`gpucomm.comm.prepare`.
 
 .. note:: ``barrier`` returns at once: every participant lives in this process, so all of them have
    reached it when it is called.  ``synchronize`` waits for every CUDA device in the list.
@@ -19,23 +22,73 @@ comm's prepared form of the function (``gpucomm.comm._kernels.bind``), the engin
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable, Sequence
+from types import MappingProxyType
+from typing import Any
 
 import torch
 
 from gpucomm import comm as _comm
 from gpucomm.collectives import Collective
-from gpucomm.collectives.spec import ROOT, Args
+from gpucomm.collectives.spec import CHUNK, CHUNK_COUNT, ROOT, Args
 from gpucomm.comm import _kernels
-from gpucomm.communicator.base import Communicator
+from gpucomm.communicator.base import LIST, TUPLE, Communicator, arity, returns, signed
 from gpucomm.communicator.checks import check_held, check_root, check_shapes
 from gpucomm.devices import DeviceLike, parse_devices
 
 __all__ = ["LocalCommunicator"]
 
-_TENSOR = torch.Tensor
-_TENSOR_ONLY = {torch.Tensor}
 _GET_DEVICE = torch.Tensor.get_device  # an int (-1 on the CPU): cheaper than building a torch.device
+_SHAPE = operator.attrgetter("shape")
+_EMPTY = MappingProxyType({})
+
+
+def _on_devices(tensors: Any, n: int, indices: list[int] | None, root: int = -1) -> bool:
+    """Whether ``tensors`` is a list of ``n`` tensors, each on its participant's device (``root >= 0``: only the
+    root's entry is used, and asked), in one C-level pass over their device indices; False, never an error,
+    for anything else (the caller's checks then name it)."""
+    if not ((type(tensors) is list or type(tensors) is tuple) and len(tensors) == n and indices):
+        return False
+    try:
+        if root < 0:
+            return list(map(_GET_DEVICE, tensors)) == indices
+        return _GET_DEVICE(tensors[root]) == indices[root]
+    except TypeError:  # an entry that is not a tensor
+        return False
+
+
+def _shape_rule(row: Collective) -> Callable[[int, Any, Any, int], bool] | None:
+    """``rule(n, inputs, outputs, root)``: whether one call's held tensors have the shapes ``row`` implies
+    (:func:`check_shapes` accepts exactly these, and names what the rule refuses), asked in one pass;
+    None where the row relates no shapes (in place, or a method with its own split sizes)."""
+    slots = row.method.slots
+    if slots.inputs == slots.outputs or slots.extra:
+        return None
+    if row.input_buffer == CHUNK or row.output_buffer == CHUNK:
+        split = row.output_buffer == CHUNK  # an output is one of n chunks of an input; else n inputs
+        from_root, to_root = row.input_buffer == ROOT, row.output_buffer == ROOT
+
+        def rule(n: int, ins: Any, outs: Any, root: int) -> bool:
+            s = (ins[root] if from_root else ins[0]).shape
+            if not s or split and s[0] % n:
+                return False
+            want = (s[0] // n if split else s[0] * n, *s[1:])
+            if to_root:
+                return outs[root].shape == want
+            return all(map(want.__eq__, map(_SHAPE, outs)))
+
+        return rule
+    chunked = row.count_unit == CHUNK_COUNT  # the input splits into n chunks (all_to_all)
+
+    def same(n: int, ins: Any, outs: Any, root: int) -> bool:
+        for o, t in zip(outs, ins):  # noqa: B905 — the lengths were checked (n each)
+            s = t.shape
+            if o.shape != s or chunked and (not s or s[0] % n):
+                return False
+        return True
+
+    return same
 
 
 class LocalCommunicator(Communicator):
@@ -60,6 +113,8 @@ class LocalCommunicator(Communicator):
         self._indices = ([-1 if d.index is None else d.index for d in parsed]
                          if all(d.type == "cpu" and d.index is None or d.type == "cuda" and d.index is not None
                                 for d in parsed) else None)
+        kinds = set(parsed)
+        self._held_by = _kernels.Held(tuple(parsed), one=len(kinds) == 1, distinct=len(kinds) == len(parsed))
 
     def __repr__(self) -> str:
         return f"LocalCommunicator(devices={[str(d) for d in self._devices]})"
@@ -81,47 +136,67 @@ class LocalCommunicator(Communicator):
     def devices(self) -> list[torch.device]:
         return list(self._devices)
 
-    # ----- a row's call: the Communicator's checks, then gpucomm.comm's -------------------------------
-    def _held(self, tensors, arg: str) -> None:
-        """:func:`check_held` (same errors), its common case — n plain tensors, each on its participant's
-        device — answered in C-level passes."""
-        if ((type(tensors) is list or type(tensors) is tuple) and len(tensors) == self._n and self._indices
-                and set(map(type, tensors)) == _TENSOR_ONLY and list(map(_GET_DEVICE, tensors)) == self._indices):
+    # ----- a row's call: the Communicator's checks, then gpucomm.comm's form of the row ---------------
+    def _held(self, tensors: Any, arg: str, root: int = -1) -> None:
+        """:func:`check_held`'s errors for a list that :func:`_on_devices` did not vouch for.  ``root >= 0``: a
+        list of which only the root's entry is used (scatter's inputs, gather's outputs); the others are
+        ignored and may be None."""
+        if _on_devices(tensors, self._n, self._indices, root):
             return
-        check_held(self, tensors, arg)
-
-    def _root_entry(self, tensors, arg: str, root: int) -> None:
-        """A list with one entry per participant of which only the root's is used (scatter's inputs,
-        gather's outputs): the others are ignored and may be None, so only the root's is checked."""
-        if ((type(tensors) is list or type(tensors) is tuple) and len(tensors) == self._n and self._indices
-                and type(tensors[root]) is _TENSOR and tensors[root].get_device() == self._indices[root]):
-            return
-        items = check_held(self, tensors, arg, optional=True)
-        if items[root] is None:
+        items = check_held(self, tensors, arg, optional=root >= 0)
+        if root >= 0 and items[root] is None:
             raise TypeError(f"{arg}[{root}]: expected the root's tensor, but got None")
+
+    def _check(self, row: Collective, ins: Any, outs: Any, root: int) -> None:
+        """The Communicator's checks of one call of ``row``'s method (``ins is outs``: in place), with their
+        errors: what :meth:`_method_of`'s methods run when their one-pass tests say no, and what prepare runs."""
+        if row.has_root and not (type(root) is int and 0 <= root < self._n):
+            check_root(self, root)
+        if ins is outs:
+            self._held(ins, "tensors")
+            return
+        self._held(outs, "outputs", root if row.output_buffer == ROOT else -1)
+        self._held(ins, "inputs", root if row.input_buffer == ROOT else -1)
+        if not row.method.slots.extra:  # a method with its own split sizes: gpucomm.comm checks them
+            check_shapes(row, self._n, ins, outs, root)
+
+    @classmethod
+    def _method_of(cls, row: Collective) -> Callable[..., Any]:
+        """``row``'s method: the Communicator's checks in one pass each (:meth:`_check` names what they refuse),
+        then gpucomm.comm's form of the row; everything that depends only on the row is decided here, once."""
+        form = _kernels.local_forms()[str(row.name)]
+        count, complete = arity(row)
+        ins, outs, root_at, op_at, extra_at = row.method.slots
+        in_place, has_root, kind = ins == outs, row.has_root, returns(row)
+        root_in, root_out = row.input_buffer == ROOT, row.output_buffer == ROOT
+        shapes = _shape_rule(row)
+
+        def method(self: LocalCommunicator, *args: Any, **kwargs: Any) -> Any:
+            if kwargs or len(args) != count:
+                args = complete(args, kwargs)
+            n, indices = self._n, self._indices
+            root = args[root_at] if root_at >= 0 else 0
+            inputs, outputs = args[ins], args[outs]
+            if not ((not has_root or type(root) is int and 0 <= root < n)
+                    and (_on_devices(inputs, n, indices) if in_place else
+                         _on_devices(outputs, n, indices, root if root_out else -1)
+                         and _on_devices(inputs, n, indices, root if root_in else -1)
+                         and (shapes is None or shapes(n, inputs, outputs, root)))):
+                self._check(row, inputs, outputs, root)  # names what the one-pass tests refused
+            form(self._held_by, inputs, outputs, root, args[op_at] if op_at >= 0 else None,
+                 {p: args[k] for p, k in extra_at} if extra_at else _EMPTY)
+            if kind == LIST:
+                return list(outputs)
+            if kind == TUPLE:
+                return tuple(outputs)
+            return outputs[root]
+
+        return signed(row, method)
 
     def _args(self, row: Collective, values: tuple) -> Args:
         a = row.method.args(values, self._n, devices=self._devices)
-        root = a.root
-        if row.has_root and not (type(root) is int and 0 <= root < self._n):
-            check_root(self, root)
-        if a.inputs is a.outputs:
-            self._held(a.inputs, "tensors")
-            return a
-        if row.output_buffer == ROOT:
-            self._root_entry(a.outputs, "outputs", root)
-        else:
-            self._held(a.outputs, "outputs")
-        if row.input_buffer == ROOT:
-            self._root_entry(a.inputs, "inputs", root)
-        else:
-            self._held(a.inputs, "inputs")
-        check_shapes(row, self._n, a)
+        self._check(row, a.inputs, a.outputs, a.root)
         return a
-
-    def _run(self, row: Collective, a: Args) -> None:
-        inv = row.calls.gpucomm_comm(_comm, a)
-        inv.fn(*inv.args, **inv.kwargs)
 
     def _bind(self, row: Collective, a: Args) -> Callable[[], object]:
         inv = row.calls.gpucomm_comm(_comm, a)
