@@ -122,6 +122,20 @@ BAD = [
     ("all_to_all_bare", lambda: c.all_to_all(t(2)), TypeError, "tensor_lists: expected a list"),
     ("all_to_all_out_shape", lambda: c.all_to_all([[t(1), t(2)], [t(1), t(2)]],
                                                   out=[[t(1), t(1)], [t(2), t(1)]]), ValueError, "out[1][1]"),
+    # the one-pass routes (torch's kernels check what they check; ours name what they refuse)
+    ("all_reduce_inputs_on_meta", lambda: c.all_reduce([t(2).to("meta")] * 2), ValueError,
+     "tensors[0]: expected a tensor on a 'cpu' or 'cuda' device"),
+    ("gather_inputs_on_meta", lambda: c.gather([t(2).to("meta")] * 2, out=t(4).to("meta")), ValueError,
+     "tensors[0]: expected a tensor on a 'cpu' or 'cuda' device"),
+    ("reduce_out_requires_grad", lambda: c.reduce([t(2), t(2)], None, out=t(2).requires_grad_()), ValueError,
+     "out[0]: expected a tensor that does not require grad"),
+    ("gather_input_requires_grad", lambda: c.gather([t(2).requires_grad_(), t(2)], out=t(4)), ValueError,
+     "tensors[0]: expected a tensor that does not require grad"),
+    ("all_reduce_input_requires_grad", lambda: c.all_reduce([t(2), t(2).requires_grad_()], out=[t(2), t(2)]),
+     ValueError, "tensors[1]: expected a tensor that does not require grad"),
+    ("reduce_scatter_out_requires_grad",
+     lambda: c.reduce_scatter([t(4), t(4)], out=[t(2), t(2).requires_grad_()]), ValueError,
+     "out[1]: expected a tensor that does not require grad"),
     ("send_recv_out_shape", lambda: c.send_recv([t(2), t(3)], out=[t(2), t(3)]), ValueError, "out[0]: expected"),
 ]
 
@@ -147,6 +161,10 @@ OUT_CASES = [
      lambda: [torch.full((4,), 7.0), torch.full((3,), 7.0)]),
     ("reduce_scatter", lambda outs: c.reduce_scatter([t(4), t(4)], op="avg", out=outs),
      lambda: [torch.full((2,), 7.0), torch.full((3,), 7.0)]),
+    ("reduce", lambda outs: c.reduce([t(3).requires_grad_(), t(3)], None, out=outs[0]),
+     lambda: [torch.full((3,), 7.0)]),
+    ("gather", lambda outs: c.gather([t(3), t(3).requires_grad_()], out=outs[0]),
+     lambda: [torch.full((6,), 7.0)]),
     ("all_to_all", lambda outs: c.all_to_all([[t(1), t(1)], [t(1), t(1)]], out=[outs[:2], [outs[2], t(5)]]),
      lambda: [torch.full((1,), 7.0)] * 3),
 ]

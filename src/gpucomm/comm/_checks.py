@@ -20,6 +20,7 @@ from gpucomm.comm._copy import overlapping_pair
 from gpucomm.devices import cuda_device_count, parse_device
 
 __all__ = [
+    "TORCH_REFUSALS",
     "check_disjoint",
     "check_cat_shapes",
     "check_device",
@@ -33,6 +34,8 @@ __all__ = [
     "dense_like",
     "devices_arg",
     "destination_arg",
+    "needs_grad",
+    "one_device",
 ]
 
 _SHAPE = operator.attrgetter("shape")
@@ -40,6 +43,32 @@ _DTYPE = operator.attrgetter("dtype")
 _LAYOUT = operator.attrgetter("layout")
 _DEVICE = operator.attrgetter("device")
 _STRIDED = {torch.strided}
+_USABLE_TYPES = ("cpu", "cuda")
+
+
+# ----- the plain calls' one pass: helpers of the _lean_* paths of the kernel modules ---------------------
+TORCH_REFUSALS = (RuntimeError, TypeError, ValueError, IndexError, AttributeError)
+"""What torch's kernels (and attribute reads on a non-tensor) raise when they refuse a call before writing:
+a one-pass path that meets one of these writes nothing and leaves the call to the named checks."""
+
+_GRAD_ENABLED = torch.is_grad_enabled
+_ANY_REQUIRES_GRAD = getattr(torch._C, "_any_requires_grad", None)
+
+
+def needs_grad(*tensors: torch.Tensor) -> bool:
+    """Whether grad mode is on and any of ``tensors`` requires grad (one C call for all, where torch has it)."""
+    if not _GRAD_ENABLED():
+        return False
+    if _ANY_REQUIRES_GRAD is not None:
+        return _ANY_REQUIRES_GRAD(*tensors)
+    return any(t.requires_grad for t in tensors)
+
+
+def one_device(ts: Sequence[torch.Tensor]) -> list[torch.device] | None:
+    """Each tensor's device when they all share one 'cpu' or 'cuda' device, else None (one C-level pass;
+    torch's kernels would run on a 'meta' device too, which gpucomm's checks refuse)."""
+    devs = list(map(_DEVICE, ts))
+    return devs if devs.count(devs[0]) == len(devs) and devs[0].type in _USABLE_TYPES else None
 
 
 def dense_like(ts: Sequence[torch.Tensor], shape: Sequence[int], dtype: torch.dtype,

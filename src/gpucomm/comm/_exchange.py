@@ -10,15 +10,18 @@ from typing import Any
 import torch
 
 from gpucomm._validate import check_same_dtype, describe, fail_type, fail_value
-from gpucomm.comm import _copy, _kernels, _nccl, _verdicts
+from gpucomm.comm import _copy, _kernels, _nccl
 from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
 from gpucomm.comm._checks import (
+    TORCH_REFUSALS,
     check_cat_shapes,
     check_dim,
     check_disjoint,
     check_outputs,
     check_tensors,
     dense_like,
+    needs_grad,
+    one_device,
 )
 from gpucomm.comm._prepare import prepared_form
 
@@ -62,15 +65,61 @@ def all_gather(tensors: Any, dim: int = 0, *, out: Any = None) -> list[torch.Ten
     Returns:
         ``list[Tensor]``: n equal tensors (or ``out``).
     """
-    key = _verdicts.signature("all_gather", (dim,), tensors, out)
-    hit = _verdicts.verdict(key)
-    if hit is not None:  # this very call (same tensors, same metadata) passed the checks before
-        d, shape, devices = hit
-        return _all_gather_checked(list(tensors), d, list(shape), list(devices),
-                                   None if out is None else list(out))
+    done = _lean_all_gather(tensors, dim, out, None)
+    if done is not None:
+        return done
     ts, d, shape, devices, outs = check_all_gather(tensors, dim, out)
-    _verdicts.remember(key, (d, tuple(shape), tuple(devices)))
     return _all_gather_checked(ts, d, shape, devices, outs)
+
+
+def _lean_all_gather(ts: Any, dim: Any, out: Any, devices: list[torch.device] | None) -> list[torch.Tensor] | None:
+    """``all_gather(ts, dim, out=out)`` on one device (``devices``: the inputs', when the caller knows them), in
+    one pass: one ``torch.cat`` into the first output and copies of it into the others.  The outputs, or None
+    when nothing was written (then :func:`check_all_gather` decides).
+
+    ``torch.cat(out=)`` refuses before writing what it checks (see ``_scatter_gather._lean_gather``); asked
+    here is what it does not: one dtype among the inputs (it would promote), the outputs' shape (it resizes),
+    dtype, device and storages (the copies would race, or read an input being overwritten), autograd (the
+    copies would write some outputs before refusing one).
+    """
+    try:
+        if not ((type(ts) is list or type(ts) is tuple) and ts) or type(dim) is not int:
+            return None
+        first = ts[0]
+        dtype = first.dtype
+        shapes = list(map(_SHAPE, ts))
+        s0 = shapes[0]
+        nd = len(s0)
+        if set(map(_DTYPE, ts)) != {dtype} or not -nd <= dim < nd:
+            return None
+        d = dim % nd
+        total = 0
+        for s in shapes:
+            if len(s) != nd:
+                return None
+            total += s[d]
+        shape = (*s0[:d], total, *s0[d + 1:])
+        devices = devices or one_device(ts)
+        n = len(ts)
+        if devices is None:
+            return None
+        if out is None:
+            if needs_grad(*ts):
+                return None  # the general route: torch.cat records autograd there
+            result = torch.cat(ts, d)
+            if result.layout is not torch.strided:
+                return None  # sparse inputs: the named checks refuse them (nothing was written)
+            return [result, *replicate(result, n - 1)]
+        if not ((type(out) is list or type(out) is tuple) and len(out) == n and set(map(_SHAPE, out)) == {shape}
+                and set(map(_DTYPE, out)) == {dtype} and list(map(_DEVICE, out)) == devices
+                and _kernels.unshared(out[0], [*out[1:], *ts]) and not needs_grad(*ts, *out)):
+            return None
+        torch.cat(ts, d, out=out[0])
+        if n > 1:
+            _copy.copy_many(out[1:], [out[0]] * (n - 1))  # one device: local copies, one call
+        return list(out)
+    except TORCH_REFUSALS:
+        return None
 
 
 def check_all_gather(tensors: Any, dim: Any, out: Any) -> tuple:
@@ -361,7 +410,9 @@ def _prepared_send_recv(inputs, outputs):
 
 @_kernels.local_form("all_gather")
 def _local_all_gather(held, inputs, outputs, root, op, extra):
-    all_gather(inputs, out=outputs)
+    if _lean_all_gather(inputs, 0, outputs, held.one_device) is None:
+        ts, d, shape, devices, outs = check_all_gather(inputs, 0, outputs)
+        _all_gather_checked(ts, d, shape, devices, outs)
 
 
 @_kernels.local_form("all_to_all")

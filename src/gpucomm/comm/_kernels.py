@@ -187,8 +187,9 @@ class Held(NamedTuple):
 
     devices: tuple[torch.device, ...]
     """Participant i's device."""
-    one: bool
-    """Every participant on one device (``["cuda:0"] * 4``, ``["cpu"] * 4``): everything can run as one kernel."""
+    one_device: list[torch.device] | None
+    """Every participant's device when they all share one (``["cuda:0"] * 4``, ``["cpu"] * 4``: everything can
+    run as one kernel there), else None."""
     distinct: bool
     """Every participant on a device of its own: their tensors cannot share memory."""
 

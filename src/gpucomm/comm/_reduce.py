@@ -25,7 +25,7 @@ import torch
 
 from gpucomm.collectives import ReduceOp
 
-__all__ = ["ALL_REDUCE_STACK_MAX_BYTES", "STACK_MAX_BYTES", "check_op_dtype", "combine", "reduce_stacked",
+__all__ = ["ALL_REDUCE_STACK_MAX_BYTES", "STACK_MAX_BYTES", "chain", "check_op_dtype", "combine", "reduce_stacked",
            "stack_max_bytes"]
 
 STACK_MAX_BYTES = 8 << 20
@@ -115,8 +115,8 @@ def combine(tensors: Sequence[torch.Tensor], op: ReduceOp, out: torch.Tensor | N
     if n * first.numel() * first.element_size() <= stack_max_bytes(collective):
         return reduce_stacked(torch.stack(list(tensors)), op, out)  # the stack snapshots the inputs
     if out is not None and any(_partly_aliased(out, t) for t in tensors):
-        return out.copy_(_chain(tensors, op, None))
-    return _chain(tensors, op, out)
+        return out.copy_(chain(tensors, op, None))
+    return chain(tensors, op, out)
 
 
 def _is_view(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -128,9 +128,11 @@ def _partly_aliased(out: torch.Tensor, t: torch.Tensor) -> bool:
     return overlaps(out, t) and not _is_view(out, t)
 
 
-def _chain(tensors: Sequence[torch.Tensor], op: ReduceOp, out: torch.Tensor | None) -> torch.Tensor:
+def chain(tensors: Sequence[torch.Tensor], op: ReduceOp, out: torch.Tensor | None) -> torch.Tensor:
+    """The in-place chain ``r = op(x0, x1); r = op(r, x2); ...`` into ``out`` (which may be one of ``tensors``,
+    the reduction then runs in place on it, but must share no memory with another: callers guarantee it)."""
     rest = list(tensors)
-    k = -1 if out is None else next((i for i, t in enumerate(rest) if _is_view(out, t)), -1)
+    k = -1 if out is None else next((i for i, t in enumerate(rest) if t is out or _is_view(out, t)), -1)
     if op is ReduceOp.AVG:
         return _chain_avg(rest, out, k)
     if k >= 0:

@@ -12,9 +12,10 @@ import torch
 from gpucomm._validate import check_same_dtype, check_tensor, describe, fail_value
 from gpucomm.collectives import ReduceOp, parse_op
 from gpucomm.collectives.spec import OPS_BY_NAME
-from gpucomm.comm import _coalesce, _copy, _kernels, _nccl, _reduce, _verdicts
+from gpucomm.comm import _coalesce, _copy, _kernels, _nccl, _reduce
 from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
 from gpucomm.comm._checks import (
+    TORCH_REFUSALS,
     check_dim,
     check_disjoint,
     check_int,
@@ -23,6 +24,8 @@ from gpucomm.comm._checks import (
     check_tensors,
     dense_like,
     destination_arg,
+    needs_grad,
+    one_device,
 )
 from gpucomm.comm._prepare import prepared_form
 from gpucomm.comm._reduce import check_op_dtype, combine, reduce_stacked
@@ -64,6 +67,140 @@ def _op(op: Any, dtype: torch.dtype, fn: str) -> ReduceOp:
         o = parse_op(op, "op")
     check_op_dtype(o, dtype, fn)
     return o
+
+
+# ----- the plain calls' one pass --------------------------------------------------------------------
+# A plain call on one device runs torch.stack and one reduction kernel with out= (torch.sum, torch.mean,
+# torch.prod, torch.amax, torch.amin), which refuse before writing anything: inputs of different shapes
+# or devices (stack), an output of the wrong dtype or device, and any tensor that needs autograd (out=
+# kernels are not differentiable).  What they do not refuse is asked here, each in one C-level pass: one
+# dtype among the inputs (stack would promote), a dtype and op gpucomm reduces, outputs of the inputs'
+# shape and dtype (out= kernels resize a wrong shape, mean casts), on their participants' devices, in
+# storages of their own (copies of the result would race).  Anything else — and any refusal — goes to the
+# named checks (check_reduce, check_all_reduce, check_reduce_scatter), which raise gpucomm's errors, and to
+# the general route.  Nothing is written before both have passed.
+
+_DTYPE = operator.attrgetter("dtype")
+_SHAPE = operator.attrgetter("shape")
+_DEVICE = operator.attrgetter("device")
+_STRIDED = torch.strided
+_IS = operator.is_
+_SUM, _AVG, _MAX, _MIN = ReduceOp.SUM, ReduceOp.AVG, ReduceOp.MAX, ReduceOp.MIN  # module globals: no enum lookups
+
+
+def _lean_op(ts: Any, op: Any) -> ReduceOp | None:
+    """``op`` parsed, when ``ts`` is a non-empty list of tensors of one dtype that gpucomm reduces with it;
+    None for anything the named checks must look at (they raise what is wrong, or accept it)."""
+    if not ((type(ts) is list or type(ts) is tuple) and ts):
+        return None
+    dtype = ts[0].dtype
+    o = op if type(op) is ReduceOp else OPS_BY_NAME.get(op) if type(op) is str else None
+    if o is None or dtype in _UNREDUCIBLE or set(map(_DTYPE, ts)) != {dtype}:
+        return None
+    if o is not _SUM and (o is _AVG and not (dtype.is_floating_point or dtype.is_complex)
+                          or dtype.is_complex and (o is _MAX or o is _MIN)):
+        return None
+    return o
+
+
+def _lean_reduce(ts: Any, op: Any, out: Any, devices: list[torch.device] | None) -> bool:
+    """``reduce(ts, None, op, out=out)`` in one pass when every input is on one device (``devices``: their
+    devices, when the caller knows them; else asked): True when done, False when nothing was written (the
+    named checks decide)."""
+    try:
+        o = _lean_op(ts, op)
+        devices = devices or one_device(ts)
+        if o is None or devices is None or type(out) is not torch.Tensor:
+            return False
+        first = ts[0]
+        if out.shape != first.shape or out.dtype != first.dtype:  # out= kernels resize (and mean casts)
+            return False
+        if len(ts) * first.nbytes <= _reduce.stack_max_bytes("reduce"):
+            stacked = torch.stack(ts)  # refuses other shapes and devices; snapshots the inputs (out may be one)
+            if stacked.layout is not _STRIDED:
+                return False
+            reduce_stacked(stacked, o, out)  # refuses out's device and autograd before writing
+            return True
+        rest = [t for t in ts if t is not out]  # chained in place: out may be an input, but no other may share it
+        if (out.device != devices[0] or len(set(map(_SHAPE, ts))) != 1 or not _kernels.unshared(out, rest)
+                or needs_grad(out, *ts)):  # the chain writes out step by step: nothing may refuse after the first
+            return False
+        _reduce.chain(ts, o, out)
+        return True
+    except TORCH_REFUSALS:
+        return False
+
+
+def _lean_outputs(ts: Any, out: Any, shape: Any, devices: list[torch.device]) -> bool:
+    """Whether ``out`` holds one output per input, each of ``shape`` and the inputs' dtype, on the input's
+    device, in a storage of its own (sharing none with an input either); ``out=ts`` (in place): whether the
+    inputs' storages are their own."""
+    if out is ts or (type(out) is list or type(out) is tuple) and len(out) == len(ts) and all(map(_IS, out, ts)):
+        return _kernels.unshared(ts[0], ts[1:])
+    return ((type(out) is list or type(out) is tuple) and len(out) == len(ts)
+            and set(map(_SHAPE, out)) == {shape} and set(map(_DTYPE, out)) == {ts[0].dtype}
+            and list(map(_DEVICE, out)) == devices and _kernels.unshared(out[0], [*out[1:], *ts]))
+
+
+def _lean_all_reduce(ts: Any, op: Any, out: Any,
+                     devices: list[torch.device] | None = None) -> list[torch.Tensor] | None:
+    """``all_reduce(ts, op, out=out)`` in one pass on one device, stacked (``devices``: the inputs' devices,
+    all one, when the caller knows them): the outputs, or None when nothing was written (the named
+    checks decide)."""
+    try:
+        o = _lean_op(ts, op)
+        if o is None:
+            return None
+        devices = devices or one_device(ts)
+        n, first = len(ts), ts[0]
+        if (devices is None or n * first.nbytes > _reduce.stack_max_bytes("all_reduce")
+                or out is not None and not _lean_outputs(ts, out, first.shape, devices)
+                or needs_grad(*ts, *(out or ()))):
+            return None
+        stacked = torch.stack(ts)  # refuses other shapes; snapshots the inputs (outputs may be them)
+        if stacked.layout is not _STRIDED:
+            return None
+        if out is None:
+            result = reduce_stacked(stacked, o)
+            return [result, *replicate(result, n - 1)]
+        reduce_stacked(stacked, o, out[0])
+        if n > 1:
+            _copy.copy_many(out[1:], [out[0]] * (n - 1))  # one device: local copies, one call
+        return list(out)
+    except TORCH_REFUSALS:
+        return None
+
+
+def _lean_reduce_scatter(ts: Any, dim: Any, op: Any, out: Any,
+                         devices: list[torch.device] | None = None) -> list[torch.Tensor] | None:
+    """``reduce_scatter(ts, dim, op, out=out)`` in one pass on one device, stacked (``devices`` as for
+    :func:`_lean_all_reduce`): the outputs, or None when nothing was written (the named checks decide)."""
+    try:
+        o = _lean_op(ts, op)
+        if o is None or type(dim) is not int:
+            return None
+        devices = devices or one_device(ts)
+        n, first = len(ts), ts[0]
+        shape = first.shape
+        nd = len(shape)
+        if devices is None or not -nd <= dim < nd or n * first.nbytes > _reduce.stack_max_bytes("reduce"):
+            return None
+        d = dim % nd
+        c, rem = divmod(shape[d], n)
+        if rem or needs_grad(*ts, *(out or ())):
+            return None
+        if out is not None and not _lean_outputs(ts, out, (*shape[:d], c, *shape[d + 1:]), devices):
+            return None
+        stacked = torch.stack(ts)  # refuses other shapes; snapshots the inputs
+        if stacked.layout is not _STRIDED:
+            return None
+        chunks = reduce_stacked(stacked, o).split_with_sizes([c] * n, d)
+        if out is None:
+            return list(chunks)  # views of a fresh buffer: the outputs
+        _copy.copy_many(out, chunks)
+        return list(out)
+    except TORCH_REFUSALS:
+        return None
 
 
 def _check_out_like(outs: list[torch.Tensor], shape: torch.Size | list[int], dtype: torch.dtype,
@@ -233,6 +370,8 @@ def reduce(tensors: Any, destination: Any, op: Any = "sum", *, out: Any = None) 
     Returns:
         ``Tensor``: a new tensor on ``destination`` (or ``out``).
     """
+    if destination is None and out is not None and _lean_reduce(tensors, op, out, None):
+        return out
     ts, dest, o, res = check_reduce(tensors, destination, op, out)
     return _reduce_to(ts, dest, o, res)
 
@@ -270,13 +409,10 @@ def all_reduce(tensors: Any, op: Any = "sum", *, out: Any = None) -> list[torch.
     Returns:
         ``list[Tensor]``: new tensors (or ``out``).
     """
-    key = _verdicts.signature("all_reduce", (op,), tensors, out)
-    hit = _verdicts.verdict(key)
-    if hit is not None:  # this very call (same tensors, same metadata) passed the checks before
-        o, devices = hit
-        return _all_reduce_checked(list(tensors), o, None if out is None else list(out), list(devices))
+    done = _lean_all_reduce(tensors, op, out)
+    if done is not None:
+        return done
     ts, o, outs, devices = check_all_reduce(tensors, op, out)
-    _verdicts.remember(key, (o, tuple(devices)))
     return _all_reduce_checked(ts, o, outs, devices)
 
 
@@ -340,14 +476,10 @@ def reduce_scatter(tensors: Any, dim: int = 0, op: Any = "sum", *, out: Any = No
     Returns:
         ``list[Tensor]``: the n chunks (or ``out``).
     """
-    key = _verdicts.signature("reduce_scatter", (dim, op), tensors, out)
-    hit = _verdicts.verdict(key)
-    if hit is not None:  # this very call (same tensors, same metadata) passed the checks before
-        d, o, chunk_shape, devices = hit
-        return _reduce_scatter_checked(list(tensors), d, o, list(chunk_shape), list(devices),
-                                       None if out is None else list(out))
+    done = _lean_reduce_scatter(tensors, dim, op, out)
+    if done is not None:
+        return done
     ts, d, o, chunk_shape, devices, outs = check_reduce_scatter(tensors, dim, op, out)
-    _verdicts.remember(key, (d, o, tuple(chunk_shape), tuple(devices)))
     return _reduce_scatter_checked(ts, d, o, chunk_shape, devices, outs)
 
 
@@ -498,14 +630,20 @@ def _prepared_reduce_scatter(inputs, outputs, dim=0, op="sum"):
 
 @_kernels.local_form("reduce")
 def _local_reduce(held, inputs, outputs, root, op, extra):
-    reduce(inputs, None, op, out=outputs[root])
+    out = outputs[root]
+    if not _lean_reduce(inputs, op, out, held.one_device):
+        reduce(inputs, None, op, out=out)
 
 
 @_kernels.local_form("all_reduce")
 def _local_all_reduce(held, inputs, outputs, root, op, extra):
-    all_reduce(inputs, op, out=outputs)
+    if _lean_all_reduce(inputs, op, outputs, held.one_device) is None:
+        ts, o, outs, devices = check_all_reduce(inputs, op, outputs)
+        _all_reduce_checked(ts, o, outs, devices)
 
 
 @_kernels.local_form("reduce_scatter")
 def _local_reduce_scatter(held, inputs, outputs, root, op, extra):
-    reduce_scatter(inputs, 0, op, out=outputs)
+    if _lean_reduce_scatter(inputs, 0, op, outputs, held.one_device) is None:
+        ts, d, o, chunk_shape, devices, outs = check_reduce_scatter(inputs, 0, op, outputs)
+        _reduce_scatter_checked(ts, d, o, chunk_shape, devices, outs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import warnings
 from typing import Any
 
@@ -13,6 +14,7 @@ from gpucomm._validate import check_tensor, describe, fail_type, fail_value
 from gpucomm.comm import _copy, _host, _kernels
 from gpucomm.comm._alloc import empty_like_on, empty_on, suggest_memory_format
 from gpucomm.comm._checks import (
+    TORCH_REFUSALS,
     check_cat_shapes,
     check_dim,
     check_disjoint,
@@ -21,6 +23,7 @@ from gpucomm.comm._checks import (
     check_tensors,
     destination_arg,
     devices_arg,
+    one_device,
 )
 from gpucomm.comm._prepare import prepared_form
 
@@ -103,6 +106,7 @@ def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, 
 _TORCH_SCATTER = _kernels.SCATTER  # torch.cuda.comm.scatter's C++ (CUDA builds only)
 _TORCH_SCATTER_OUT = _kernels.SCATTER_OUT  # its out= twin
 _CPU = torch.device("cpu")
+_SHAPE = operator.attrgetter("shape")
 _STRIDED = torch.strided
 
 
@@ -277,6 +281,8 @@ def gather(tensors: Any, dim: int = 0, destination: Any = None, *, out: Any = No
     Returns:
         ``Tensor``: the concatenation (or ``out``).
     """
+    if out is not None and destination is None and _lean_gather(tensors, dim, out, None):
+        return out
     ts, d, shape, o = check_gather(tensors, dim, destination, out)
     if o is not None:
         _gather_into(ts, o, d, fresh=False)
@@ -284,6 +290,40 @@ def gather(tensors: Any, dim: int = 0, destination: Any = None, *, out: Any = No
     result = gather_output(ts, shape, destination)
     _gather_into(ts, result, d, fresh=True)
     return result
+
+
+def _lean_gather(ts: Any, dim: Any, out: Any, devices: list[torch.device] | None) -> bool:
+    """``gather(ts, dim, out=out)`` as one ``torch.cat`` when every tensor shares one device (``devices``: the
+    inputs', when the caller knows them), in one pass: True when done, False when nothing was written.
+
+    ``torch.cat(out=)`` refuses before writing anything what it checks itself: inputs that differ in any dim
+    but ``dim`` or sit on other devices, an output they cannot be cast to, an output overlapping an input, a
+    0-dim input, a dim out of range, any tensor that needs autograd.  It does not refuse an output of the
+    wrong shape (it resizes it) or a 1-d empty input among others (it skips it, where gathering refuses it),
+    so the concatenated shape is asked here; the named checks (:func:`check_gather`) decide anything else.
+    """
+    try:
+        if not ((type(ts) is list or type(ts) is tuple) and ts) or type(dim) is not int or type(out) is not torch.Tensor:
+            return False
+        shapes = list(map(_SHAPE, ts))
+        first = shapes[0]
+        nd = len(first)
+        if not -nd <= dim < nd:
+            return False
+        d = dim % nd
+        total = 0
+        for s in shapes:
+            if len(s) != nd:
+                return False
+            total += s[d]
+        devices = devices or one_device(ts)
+        if (devices is None or out.device != devices[0] or out.shape != (*first[:d], total, *first[d + 1:])
+                or not cat_fits(out)):
+            return False
+        torch.cat(ts, d, out=out)
+        return True
+    except TORCH_REFUSALS:
+        return False
 
 
 def check_gather(tensors: Any, dim: Any, destination: Any, out: Any) -> tuple:
@@ -424,4 +464,5 @@ def _local_scatter(held, inputs, outputs, root, op, extra):
 
 @_kernels.local_form("gather")
 def _local_gather(held, inputs, outputs, root, op, extra):
-    gather(inputs, 0, out=outputs[root])
+    if not _lean_gather(inputs, 0, outputs[root], held.one_device):
+        gather(inputs, 0, out=outputs[root])

@@ -39,22 +39,22 @@ from gpucomm.devices import DeviceLike, parse_devices
 
 __all__ = ["LocalCommunicator"]
 
-_GET_DEVICE = torch.Tensor.get_device  # an int (-1 on the CPU): cheaper than building a torch.device
+_DEVICE = operator.attrgetter("device")
 _SHAPE = operator.attrgetter("shape")
 _EMPTY = MappingProxyType({})
 
 
-def _on_devices(tensors: Any, n: int, indices: list[int] | None, root: int = -1) -> bool:
-    """Whether ``tensors`` is a list of ``n`` tensors, each on its participant's device (``root >= 0``: only the
-    root's entry is used, and asked), in one C-level pass over their device indices; False, never an error,
-    for anything else (the caller's checks then name it)."""
-    if not ((type(tensors) is list or type(tensors) is tuple) and len(tensors) == n and indices):
+def _on_devices(tensors: Any, devices: list[torch.device], root: int = -1) -> bool:
+    """Whether ``tensors`` is a list of one tensor per participant, each on its participant's device
+    (``root >= 0``: only the root's entry is used, and asked), in one C-level pass over their devices; False,
+    never an error, for anything else (the caller's checks then name it)."""
+    if not ((type(tensors) is list or type(tensors) is tuple) and len(tensors) == len(devices)):
         return False
     try:
         if root < 0:
-            return list(map(_GET_DEVICE, tensors)) == indices
-        return _GET_DEVICE(tensors[root]) == indices[root]
-    except TypeError:  # an entry that is not a tensor
+            return list(map(_DEVICE, tensors)) == devices
+        return tensors[root].device == devices[root]
+    except AttributeError:  # an entry that is not a tensor
         return False
 
 
@@ -108,13 +108,9 @@ class LocalCommunicator(Communicator):
                              "pass e.g. ['cpu', 'cpu'] or [0, 1]")
         self._devices = parsed
         self._n = len(parsed)
-        # With every device 'cpu' or an indexed 'cuda' one, a tensor's get_device() (an int, no
-        # torch.device built) tells its participant's device exactly; otherwise check_held compares devices.
-        self._indices = ([-1 if d.index is None else d.index for d in parsed]
-                         if all(d.type == "cpu" and d.index is None or d.type == "cuda" and d.index is not None
-                                for d in parsed) else None)
         kinds = set(parsed)
-        self._held_by = _kernels.Held(tuple(parsed), one=len(kinds) == 1, distinct=len(kinds) == len(parsed))
+        self._held_by = _kernels.Held(tuple(parsed), one_device=list(parsed) if len(kinds) == 1 else None,
+                                      distinct=len(kinds) == len(parsed))
 
     def __repr__(self) -> str:
         return f"LocalCommunicator(devices={[str(d) for d in self._devices]})"
@@ -141,7 +137,7 @@ class LocalCommunicator(Communicator):
         """:func:`check_held`'s errors for a list that :func:`_on_devices` did not vouch for.  ``root >= 0``: a
         list of which only the root's entry is used (scatter's inputs, gather's outputs); the others are
         ignored and may be None."""
-        if _on_devices(tensors, self._n, self._indices, root):
+        if _on_devices(tensors, self._devices, root):
             return
         items = check_held(self, tensors, arg, optional=root >= 0)
         if root >= 0 and items[root] is None:
@@ -174,13 +170,13 @@ class LocalCommunicator(Communicator):
         def method(self: LocalCommunicator, *args: Any, **kwargs: Any) -> Any:
             if kwargs or len(args) != count:
                 args = complete(args, kwargs)
-            n, indices = self._n, self._indices
+            n, devices = self._n, self._devices
             root = args[root_at] if root_at >= 0 else 0
             inputs, outputs = args[ins], args[outs]
             if not ((not has_root or type(root) is int and 0 <= root < n)
-                    and (_on_devices(inputs, n, indices) if in_place else
-                         _on_devices(outputs, n, indices, root if root_out else -1)
-                         and _on_devices(inputs, n, indices, root if root_in else -1)
+                    and (_on_devices(inputs, devices) if in_place else
+                         _on_devices(outputs, devices, root if root_out else -1)
+                         and _on_devices(inputs, devices, root if root_in else -1)
                          and (shapes is None or shapes(n, inputs, outputs, root)))):
                 self._check(row, inputs, outputs, root)  # names what the one-pass tests refused
             form(self._held_by, inputs, outputs, root, args[op_at] if op_at >= 0 else None,
