@@ -19,6 +19,7 @@ def test_report_runs_every_case_and_states_the_residual(tmp_path, capsys):
     assert "error:" not in text
     assert text.count("command: gpucomm advise") == len(cases.CASES)
     # the published 8B layout fits 80 GB under torchtitan's per-op policy, not under Megatron's selective
-    op, megatron = text.split("ac=op vpp=1 |")[1], text.split("ac=selective vpp=1 |")[1]
+    op = text.split("tp=1 pp=1 cp=1 dp=8 shard=fsdp mb=2 ac=op vpp=1 |")[1]
+    megatron = text.split("tp=1 pp=1 cp=1 dp=8 shard=fsdp mb=2 ac=selective vpp=1 |")[1]
     assert "fits True" in op.splitlines()[0] and "fits False" in megatron.splitlines()[0]
     assert text.count("vs 82.4 measured (torchtitan reports the reserved peak): residual") == 3

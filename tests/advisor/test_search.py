@@ -4,7 +4,7 @@ import pytest
 
 from gpucomm import models
 from gpucomm.advisor import hardware
-from gpucomm.advisor.layout import LayoutError, check
+from gpucomm.advisor.layout import Layout, LayoutError, check
 from gpucomm.advisor.search import TIE_MARGIN, Job, candidates, evaluate, search, simplicity
 
 
@@ -99,3 +99,23 @@ def test_ranking_is_by_step_time_and_each_reason_states_its_own():
     ranked = [p for p in plans if p.rank is not None]
     assert [p.time.step_s for p in ranked[1:]] == sorted(p.time.step_s for p in ranked[1:])
     assert all(" per step" in p.reason for p in plans)
+
+
+def test_layouts_priced_the_same_are_shown_once_under_the_fsdp_name():
+    from gpucomm.advisor import hardware
+    from gpucomm.advisor.job import Job
+    from gpucomm.advisor.precision import Precision
+    from gpucomm.advisor.search import distinct, evaluate
+
+    arch = models.get("gpt-350m")
+    job = Job(arch=arch, profile=hardware.get("h200-nvswitch"), nodes=1, gpus_per_node=8, global_batch=64,
+              seq=1024, precision=Precision())
+    z3, fs, ddp = (evaluate(job, Layout(dp=8, shard=s, mb=8)) for s in ("zero3", "fsdp", "none"))
+    assert z3.time.step_s == fs.time.step_s and z3.memory.total == fs.memory.total  # below the live-param cap
+    names = {id(z3): "zero3", id(fs): "fsdp", id(ddp): "ddp"}
+    got = distinct([z3, ddp, fs], names)
+    assert got == [fs, ddp] and names[id(fs)] == "fsdp"  # the FSDP name; its note names the other
+    assert "priced the same as zero3 (shown once)" in fs.notes
+    rows = search(job, {"tp": 1, "pp": 1, "cp": 1, "mb": 8, "ac": "none"}, top=20)
+    priced = [(p.time.step_s, p.memory.total) for p in rows]
+    assert len(priced) == len(set(priced)) and "zero3" not in {p.layout.shard for p in rows}

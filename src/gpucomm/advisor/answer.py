@@ -213,7 +213,7 @@ def advise(cfg: Any, profile: HardwareProfile) -> Advice:
                              f"named strategies; use a multiple of {gpus}, e.g. {gpus * max(1, round(batch / gpus))}")
         strategies = cfg.strategies or _default_strategies(gpus)
         plans, names, left = _named_rows(job, strategies)
-        plans = search.rank(plans, top=len(plans))
+        plans = search.rank(search.distinct(plans, names), top=len(plans))
     else:
         if cfg.scale:
             raise ValueError("--scale: prices the named strategies; drop --layout/--arch, or give --strategies")

@@ -8,7 +8,8 @@ activation checkpointing none, selective, op, full; ``vpp`` 1, 2, 4 when pipelin
 (``--layout``) are not searched.  Memory is computed first (it is cheap) and layouts that do not fit are
 not timed unless nothing fits.
 
-Ranking (:func:`rank`): fitting layouts by predicted step time; the recommendation is the *simplest* layout
+Layouts priced identically (ZeRO-3 and FSDP below DeepSpeed's live-parameter cap) are shown once, under the
+FSDP name (:func:`distinct`).  Ranking (:func:`rank`): fitting layouts by predicted step time; the recommendation is the *simplest* layout
 within :data:`TIE_MARGIN` of the fastest (fewest parallel dimensions and features in use, then DDP before
 replicated before DataParallel: a smaller predicted gain is below the model's accuracy and no reason to run a
 harder setup).  Each row's reason states its own step time.
@@ -28,7 +29,8 @@ from gpucomm.advisor.layout import Layout
 from gpucomm.advisor.memory import MemoryTerms, memory
 from gpucomm.advisor.timing import StepTime, step_time
 
-__all__ = ["MAX_MB", "TIE_MARGIN", "Job", "Plan", "candidates", "evaluate", "rank", "search", "simplicity"]
+__all__ = ["MAX_MB", "TIE_MARGIN", "Job", "Plan", "candidates", "distinct", "evaluate", "rank", "search",
+           "simplicity"]
 
 MAX_MB = 16
 """Largest micro-batch searched (sequences); a --layout may give any."""
@@ -181,7 +183,30 @@ def search(job: Job, fixed: dict | None = None, *, top: int = 10) -> list[Plan]:
             errors.append(str(exc))
     if not timed:
         raise ValueError(errors[0])
-    return rank(timed, top=top)
+    return rank(distinct(timed), top=top)
+
+
+def _priced(p: Plan) -> tuple:
+    return (round(p.time.step_s, 12), round(p.memory.allocated), round(p.memory.reserved), round(p.memory.total))
+
+
+def distinct(plans: list[Plan], names: dict[int, str] | None = None) -> list[Plan]:
+    """One plan per pricing: layouts priced the same to the byte and the picosecond are one answer shown
+    twice (ZeRO-3 and FSDP gather and shard alike below DeepSpeed's live-parameter cap; ZeRO-1 and ZeRO-2 where
+    no gradient accumulation keeps gradients between micro-batches).  The FSDP layout is kept (what PyTorch
+    users run), else the simplest (:func:`simplicity`); the others go into its notes, by their row names
+    (``names``: by ``id(plan)``, the named strategies) or their layouts."""
+    groups: dict[tuple, list[Plan]] = {}
+    for p in plans:
+        groups.setdefault(_priced(p), []).append(p)
+    out = []
+    for same in groups.values():
+        keep = min(same, key=lambda p: (p.layout.shard != "fsdp", simplicity(p.layout)))
+        others = [(names or {}).get(id(p)) or p.layout.label() for p in same if p is not keep]
+        if others:
+            keep.notes.append(f"priced the same as {', '.join(others)} (shown once)")
+        out.append(keep)
+    return out
 
 
 def _gib(x: float) -> str:
@@ -218,6 +243,8 @@ def rank(plans: list[Plan], *, top: int = 10) -> list[Plan]:
         p.rank = None
         p.reason = (f"{_ms(p.time.step_s)} per step, but does not fit: {_gib(p.memory.total)} > {_gib(p.capacity or 0)} "
                     f"(largest term: {max(p.memory.as_dict().items(), key=lambda kv: kv[1])[0]})")
+    for p in ok + flagged:  # the rows :func:`distinct` folded into this one
+        p.reason += "".join(f"; {n}" for n in p.notes if n.endswith("(shown once)"))
     return ok + flagged
 
 
