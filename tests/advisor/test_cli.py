@@ -238,11 +238,13 @@ def test_arch_is_the_same_model_as_the_preset(capsys):
     assert a["params"] == b["params"] and a["tokens_per_s_per_gpu"] == b["tokens_per_s_per_gpu"]
 
 
-def test_list_hardware_lists_every_profile_with_public_sources(capsys):
+def test_list_hardware_lists_every_profile_with_public_sources(capsys, monkeypatch):
     from gpucomm.advisor import hardware
 
+    monkeypatch.setenv("COLUMNS", "80")
     assert main(["advise", "--list-hardware"]) == 0
     out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80  # wrapped to COLUMNS, piped or not
     for name in hardware.PROFILES:
         assert name in out
     assert "GiB usable" in out and "ib-ndr400x8" in out

@@ -209,9 +209,16 @@ def _usage(msg: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run ``gpucomm advise``; returns the exit status."""
     if getattr(args, "list_hardware", False):
+        import textwrap
+
+        from gpucomm._console import console_width
         from gpucomm.advisor import hardware
 
-        print("\n".join(hardware.describe()))
+        width = console_width()
+        for line in hardware.describe():  # wrapped to the terminal (or COLUMNS), continuations indented
+            indent = " " * (len(line) - len(line.lstrip(" ")))
+            print("\n".join(textwrap.wrap(line, width, subsequent_indent=indent + "    ", break_on_hyphens=False,
+                                           break_long_words=False) or [""]))
         return 0
     from gpucomm.advisor import answer, render
     from gpucomm.records import RecordError
