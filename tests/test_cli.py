@@ -92,3 +92,14 @@ def test_usage_errors_are_one_line_and_exit_2(argv, capsys):
 def test_unknown_option_names_the_subcommand(capsys):
     assert cli.main(["report", "x", "--zz"]) == 2
     assert capsys.readouterr().err.startswith("gpucomm report: error: unrecognized arguments: --zz")
+
+
+def test_a_reader_that_leaves_the_pipe_stops_the_command_quietly():
+    """``gpucomm … | head``: a BrokenPipeError is no traceback; the status is a shell's for SIGPIPE."""
+    code = ("import sys, gpucomm.advisor.cli as c\n"
+            "def gone(args): raise BrokenPipeError(32, 'Broken pipe')\n"
+            "c.run = gone\n"
+            "from gpucomm.cli import main\n"
+            "sys.exit(main(['advise', '--list-hardware']))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 141 and out.stderr == "", out.stderr

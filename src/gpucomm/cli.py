@@ -88,7 +88,13 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     module = importlib.import_module(SUBCOMMANDS[args.command])
-    return int(module.run(args) or 0)
+    try:
+        return int(module.run(args) or 0)
+    except BrokenPipeError:  # `gpucomm … | head`: the reader left; stop quietly, as cat and grep do
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 141  # 128 + SIGPIPE, what a shell reports for a command its pipe stopped
 
 
 if __name__ == "__main__":
