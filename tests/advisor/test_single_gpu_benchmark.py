@@ -93,3 +93,15 @@ def test_repredict_of_a_file_without_known_cases_exits_2_naming_the_argument(tmp
     assert bench.main(["--repredict", str(bad)]) == 2
     assert "--repredict" in capsys.readouterr().err
     assert bench.main(["--repredict", str(tmp_path / "missing.txt")]) == 2
+
+
+def test_the_gpu_run_fits_its_time_budget_and_every_case_fits_the_h200():
+    """The lead's GPU call (benchmarks/gpu/advisor_single.sh) has 150 s; the benchmark's budget is 90 s: the
+    timed steps, as the advisor predicts them, take at most 60 s (model builds and warm-up syncs come on top),
+    and every case fits an H200's 139.8 GiB with room (a case that runs out of memory loses the run)."""
+    total = 0.0
+    for c in bench.CASES:
+        p = bench.predict(c, "h200-nvswitch")
+        total += (bench.WARMUP + bench.TIMED) * p["step_time_s"]
+        assert p["memory_reserved_bytes"] < 120 * bench.GiB, c.name
+    assert total <= 60.0
