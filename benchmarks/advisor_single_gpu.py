@@ -257,6 +257,23 @@ class Measured:
     allocated: int
     reserved: int
     params: int
+    sm_mhz: float = 0.0
+    """The SM clock NVML reads while the timed steps run (0: not read); the profile's points ran in short
+    bursts, a case's steps run for seconds at the clock its power draw allows."""
+    power_w: float = 0.0
+
+
+def _nvml_clock(device: torch.device) -> tuple[float, float]:
+    """(SM clock MHz, power W) of ``device`` now, by NVML; (0, 0) when NVML cannot say."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda._get_nvml_device_index(device))
+        return (float(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
+                pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0)
+    except Exception:  # context only: its absence must not lose a case
+        return 0.0, 0.0
 
 
 def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured:
@@ -293,6 +310,7 @@ def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured
             ev.record()
             ends.append(ev)
         host.append(time.perf_counter() - t0)
+    clock = _nvml_clock(device) if cuda else (0.0, 0.0)  # the host is ahead: the device is running the steps
     if cuda:
         torch.cuda.synchronize(device)
         times = [ends[i - 1].elapsed_time(ends[i]) * 1e-3 for i in range(warmup + 1, warmup + timed)]
@@ -304,7 +322,8 @@ def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured
     gc.collect()
     if cuda:
         torch.cuda.empty_cache()
-    return Measured(step_s=statistics.median(times), allocated=int(alloc), reserved=int(resv), params=params)
+    return Measured(step_s=statistics.median(times), allocated=int(alloc), reserved=int(resv), params=params,
+                    sm_mhz=clock[0], power_w=clock[1])
 
 
 def predict(c: Case, hardware: str) -> dict:
@@ -466,6 +485,9 @@ def main(argv: list[str] | None = None) -> int:
         say(f"peak allocated memory: median |error| {statistics.median(abs(r[4]) for r in rows):.1%}, worst "
             f"{max(abs(r[4]) for r in rows):.1%}")
     if not args.repredict:
+        clocks = [f"{r[0].name} {r[1].sm_mhz:,.0f} MHz {r[1].power_w:,.0f} W" for r in rows if r[1].sm_mhz]
+        if clocks:
+            say(f"SM clock and power while each case's timed steps ran (NVML, once per case): {'; '.join(clocks)}")
         say(f"wall time of the cases: {wall:.0f} s")
     say()
     say("the advisor's assumptions, as it printed them:")
@@ -476,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.repredict:
             side = {"kind": "advisor-single-gpu", "device": gpu, "torch": torch.__version__, "cases": [
                 {"case": c.name, "step_s": m.step_s, "allocated": m.allocated, "reserved": m.reserved,
-                 "params": m.params, "predicted": {k: p[k] for k in ("step_time_s", "memory_allocated_bytes",
+                 "params": m.params, "sm_mhz": m.sm_mhz, "power_w": m.power_w, "predicted": {k: p[k] for k in ("step_time_s", "memory_allocated_bytes",
                                                                      "memory_reserved_bytes")}}
                 for c, m, p, *_ in rows]}
             Path(args.out).with_suffix(".json").write_text(json.dumps(side, indent=1) + "\n")
