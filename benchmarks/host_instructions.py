@@ -31,6 +31,7 @@ import functools
 import glob
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -167,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cases", help="comma list (default: every case)")
     p.add_argument("--calls", type=int, default=100, help="calls counted per case (default 100)")
     p.add_argument("--src", help="a gpucomm source tree to measure instead of the installed one (its src/)")
+    p.add_argument("--out", help="also write the table, with the command that made it, to this file")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     every = list(CASES)
@@ -179,11 +181,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"host_instructions: unknown cases {unknown} (choose from {every}), or --calls < 1", file=sys.stderr)
         return 2
     counts = measure(names, args.calls, args.src)
-    print(f"# instructions per call (callgrind), {N} x cpu, {NUMEL} float32; src: {args.src or 'installed'}")
+    import torch
+
+    command = "python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
+    lines = [f"# command: {command}",
+             f"# instructions per call (callgrind), {N} x cpu, {NUMEL} float32; torch {torch.__version__}, Python "
+             f"{sys.version.split()[0]}; src: {args.src or 'installed'}",
+             "# torch.cuda.comm's C++ loops are one Python stand-in on every side (a CPU build has none): the "
+             "figures are the Python each side runs around them",
+             "# ratio: the case against the one named beside it (tcc = torch.cuda.comm, raw = the torch ops alone)"]
     for n in names:
         base = PAIRS.get(n)
         ratio = f"  {counts[n] / counts[base]:.2f}x {base}" if base in counts else ""
-        print(f"{n:24s} {counts[n]:>10,.0f}{ratio}")
+        lines.append(f"{n:24s} {counts[n]:>10,.0f}{ratio}")
+    print("\n".join(lines))
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
     return 0
 
 

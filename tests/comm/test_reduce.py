@@ -50,11 +50,11 @@ def test_half_precision_avg_does_not_overflow(monkeypatch, stack_max):
     assert _reduce.combine(ts, ReduceOp.AVG).tolist() == [1000.0] * 4
 
 
-def test_all_reduce_stacks_up_to_its_own_larger_limit_and_reduce_keeps_its_own():
-    # 4 x 4 MiB float32 = 16 MiB stacked: above reduce's 8 MiB, below all_reduce's 32 MiB.
+def test_all_reduce_stacks_up_to_its_limit_and_chains_above_it():
+    # 4 x 4 MiB float32 = 16 MiB stacked: above both 8 MiB limits (the mechanics: _reduce's docstrings)
     assert _reduce.stack_max_bytes("reduce") == _reduce.STACK_MAX_BYTES == 8 << 20
     assert _reduce.stack_max_bytes("reduce_scatter") == _reduce.STACK_MAX_BYTES
-    assert _reduce.stack_max_bytes("all_reduce") == _reduce.ALL_REDUCE_STACK_MAX_BYTES == 32 << 20
+    assert _reduce.stack_max_bytes("all_reduce") == _reduce.ALL_REDUCE_STACK_MAX_BYTES == 8 << 20
     ts = [torch.full((1 << 20,), float(i + 1)) for i in range(4)]
     stacks = []
     real_stack = torch.stack
@@ -65,15 +65,40 @@ def test_all_reduce_stacks_up_to_its_own_larger_limit_and_reduce_keeps_its_own()
 
     import unittest.mock
     with unittest.mock.patch.object(torch, "stack", counting_stack):
-        assert torch.equal(_reduce.combine(ts, ReduceOp.SUM), torch.full((1 << 20,), 10.0))
-        assert stacks == []  # reduce: chained
         assert torch.equal(_reduce.combine(ts, ReduceOp.SUM, collective="all_reduce"), torch.full((1 << 20,), 10.0))
-        assert stacks == [1]  # all_reduce: stacked
         outs = c.all_reduce(ts)
-        assert stacks == [1, 1] and all(torch.equal(o, torch.full((1 << 20,), 10.0)) for o in outs)
-        big = [torch.full((4 << 20,), 1.0) for _ in range(4)]  # 64 MiB stacked: above both limits
-        assert torch.equal(c.all_reduce(big)[3], torch.full((4 << 20,), 4.0))
-        assert stacks == [1, 1]
+        assert stacks == [] and all(torch.equal(o, torch.full((1 << 20,), 10.0)) for o in outs)
+        small = [torch.full((1 << 18,), float(i + 1)) for i in range(4)]  # 4 MiB stacked
+        assert torch.equal(c.all_reduce(small)[3], torch.full((1 << 18,), 10.0))
+        assert stacks == [1]
+
+
+@pytest.mark.parametrize("op,want", [("sum", 10.0), ("avg", 2.5), ("max", 4.0), ("min", 1.0), ("prod", 24.0)])
+@pytest.mark.parametrize("where", ["in_place", "distinct", "new"])
+def test_chained_all_reduce_in_one_pass(monkeypatch, op, want, where):
+    # above the limit the one-pass route chains into out[0] (in place on tensors[0], or a fresh output)
+    monkeypatch.setattr(_reduce, "ALL_REDUCE_STACK_MAX_BYTES", 0)
+    ts = [torch.full((5,), float(i + 1)) for i in range(4)]
+    out = ts if where == "in_place" else [torch.zeros(5) for _ in ts] if where == "distinct" else None
+    res = c.all_reduce(ts, op, out=out)
+    assert len(res) == 4 and all(torch.allclose(r, torch.full((5,), want)) for r in res)
+    if out is not None:
+        assert all(r is o for r, o in zip(res, out, strict=True))
+    else:
+        assert ts[0].tolist() == [1.0] * 5  # the inputs are left alone
+
+
+def test_chained_all_reduce_refuses_before_writing(monkeypatch):
+    monkeypatch.setattr(_reduce, "ALL_REDUCE_STACK_MAX_BYTES", 0)
+    ts = [torch.ones(3), torch.ones(4)]
+    outs = [torch.full((3,), 7.0), torch.full((3,), 7.0)]
+    with pytest.raises(ValueError, match=r"tensors\[1\]"):
+        c.all_reduce(ts, out=outs)
+    assert all(o.tolist() == [7.0] * 3 for o in outs)
+    shared = torch.zeros(6)
+    with pytest.raises(ValueError):
+        c.all_reduce([torch.ones(3), torch.ones(3)], out=[shared[:3], shared[2:5]])
+    assert shared.tolist() == [0.0] * 6
 
 
 def test_bound_all_reduce_uses_all_reduces_limit_and_bound_reduce_reduces(monkeypatch):

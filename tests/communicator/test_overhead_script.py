@@ -30,3 +30,53 @@ def test_tiny_cpu_sweep_writes_table_and_rows(tmp_path, capsys):
 def test_usage_errors_exit_2(tmp_path):
     assert bench.main(["--ops", "nosuch", "--out", str(tmp_path)]) == 2
     assert not list(tmp_path.iterdir())
+
+
+_SVC_PATH = _PATH.parent / "stack_vs_chain.py"
+_svc_spec = importlib.util.spec_from_file_location("stack_vs_chain", _SVC_PATH)
+svc = importlib.util.module_from_spec(_svc_spec)
+_svc_spec.loader.exec_module(svc)
+
+
+def test_stack_vs_chain_times_both_strategies_and_restores_the_limits(tmp_path):
+    from gpucomm.comm import _reduce
+
+    limits = (_reduce.STACK_MAX_BYTES, _reduce.ALL_REDUCE_STACK_MAX_BYTES)
+    code = svc.main(["--devices", "cpu,cpu", "--sizes", "64,1K", "--rounds", "1", "--round-ms", "1",
+                     "--out", str(tmp_path), "--date", "D"])
+    assert code == 0
+    table = (tmp_path / "stack-vs-chain_cpu_D.txt").read_text().splitlines()
+    assert table[0].startswith("# command: python ") and "stk/chn" in table[3]
+    rows = [line.split() for line in table[4:]]
+    assert [r[0] for r in rows] == ["reduce", "reduce", "all_reduce", "all_reduce"]
+    assert all(float(x) > 0 for r in rows for x in r[3:])
+    assert (_reduce.STACK_MAX_BYTES, _reduce.ALL_REDUCE_STACK_MAX_BYTES) == limits
+
+
+def test_stack_vs_chain_strategies_take_their_routes(monkeypatch):
+    # the chained limit must make a call chain, the stacked one stack: count torch.stack calls
+    import torch
+
+    from gpucomm.comm import _reduce
+    from gpucomm.communicator import LocalCommunicator
+
+    stacks = []
+    real = torch.stack
+    monkeypatch.setattr(torch, "stack", lambda *a, **k: stacks.append(1) or real(*a, **k))
+    comm = LocalCommunicator(["cpu", "cpu"])
+    ts = [torch.ones(4), torch.ones(4)]
+    limits = (_reduce.STACK_MAX_BYTES, _reduce.ALL_REDUCE_STACK_MAX_BYTES)
+    try:
+        for name, limit in svc.STRATEGIES.items():
+            stacks.clear()
+            svc.with_limit(lambda: comm.all_reduce(ts, "sum"), limit)()
+            assert bool(stacks) == (name == "stacked"), name
+    finally:
+        svc.set_limit(limits[0])
+        _reduce.ALL_REDUCE_STACK_MAX_BYTES = limits[1]
+
+
+def test_stack_vs_chain_usage_errors_exit_2(tmp_path):
+    assert svc.main(["--ops", "broadcast", "--out", str(tmp_path)]) == 2
+    assert svc.main(["--sizes", "lots", "--out", str(tmp_path)]) == 2
+    assert not list(tmp_path.iterdir())

@@ -39,19 +39,20 @@ bandwidth, where the stack's extra (3n+1)/(3n-3) bytes cost more than the launch
 launch-bound (15.7 us against 27.1 us).
 """
 
-ALL_REDUCE_STACK_MAX_BYTES = 32 << 20
+ALL_REDUCE_STACK_MAX_BYTES = 8 << 20
 """all_reduce's stacking limit (n × size, bytes): a reduce followed by n - 1 copies to the others.
 
-The copies add ~3 x size of traffic whichever strategy reduces, so the stack's extra bytes weigh less
-than in a bare reduce, and the crossover sits higher.  Measured on one H200, 4 x cuda:0, 8 MiB each
-(32 MiB stacked): benchmarks/results/comm-vs-torch_h200x1_2026-12-03.txt (limit 32 MiB, stacked)
-has gpucomm.comm.all_reduce at 66.8 us, ratio 1.10, and the prepared LocalCommunicator all_reduce at
-50.95 us (communicator-overhead_h200x1_2026-12-03.txt); with the limit at 8 MiB (chained,
-comm-vs-torch-r2_h200x1_2026-12-03.txt and communicator-overhead-r2_h200x1_2026-12-03.txt) they ran
-66.6 us (ratio 0.83: torch's side measured 55.6 us there against 73.3 us in the first pass) and 52.53 us.
-So at 32 MiB stacked the two strategies are within 3 % for all_reduce (the stack ahead when prepared),
-unlike reduce, where the chain won by 15 %; above 32 MiB stacked (32 MiB each: 134 us against torch's
-153 us, chained in both passes) the chain is used.
+Chosen by the mechanics, as reduce's: the stack moves (3n + 1) × size bytes against the chain's
+3(n - 1) × size (the n - 1 copies, 2(n - 1) × size, are the same for both), 4 × size more at any n, for
+n - 3 fewer launches (one at n = 4).  At 8 MiB each (32 MiB stacked) that is 32 MiB more traffic, about
+7 us of HBM time on an H200 (4.8 TB/s), against one kernel's launch, which a queued stream hides: the call
+is bound by the device there, so the chain is ahead; at 2 MiB each (8 MiB stacked) the call is bound by
+the host's launches, where two kernels beat three.  The H200 runs of 2026-12-03 could not tell the two
+apart at 8 MiB each: gpucomm.comm.all_reduce 66.8 us stacked (comm-vs-torch_h200x1_2026-12-03.txt)
+against 66.6 us chained (comm-vs-torch-r2_h200x1_2026-12-03.txt); the prepared LocalCommunicator 50.95
+against 52.53 us (communicator-overhead_h200x1_2026-12-03.txt, -r2_), a 3 % difference within those
+runs' spread.  ``benchmarks/stack_vs_chain.py`` (run by ``benchmarks/gpu/overhead.sh``) times both
+strategies interleaved in one process at 2, 8 and 32 MiB each, plain and prepared, to settle it.
 """
 
 

@@ -82,6 +82,7 @@ def _op(op: Any, dtype: torch.dtype, fn: str) -> ReduceOp:
 
 _DTYPE = operator.attrgetter("dtype")
 _SHAPE = operator.attrgetter("shape")
+_LAYOUT = operator.attrgetter("layout")
 _DEVICE = operator.attrgetter("device")
 _STRIDED = torch.strided
 _IS = operator.is_
@@ -144,8 +145,9 @@ def _lean_outputs(ts: Any, out: Any, shape: Any, devices: list[torch.device]) ->
 
 def _lean_all_reduce(ts: Any, op: Any, out: Any,
                      devices: list[torch.device] | None = None) -> list[torch.Tensor] | None:
-    """``all_reduce(ts, op, out=out)`` in one pass on one device, stacked (``devices``: the inputs' devices,
-    all one, when the caller knows them): the outputs, or None when nothing was written (the named
+    """``all_reduce(ts, op, out=out)`` in one pass on one device, stacked or chained by
+    :func:`gpucomm.comm._reduce.stack_max_bytes` (``devices``: the inputs' devices, all one, when the caller
+    knows them): the outputs, or None when nothing was written (the named
     checks decide)."""
     try:
         o = _lean_op(ts, op)
@@ -153,17 +155,20 @@ def _lean_all_reduce(ts: Any, op: Any, out: Any,
             return None
         devices = devices or one_device(ts)
         n, first = len(ts), ts[0]
-        if (devices is None or n * first.nbytes > _reduce.stack_max_bytes("all_reduce")
-                or out is not None and not _lean_outputs(ts, out, first.shape, devices)
+        if (devices is None or out is not None and not _lean_outputs(ts, out, first.shape, devices)
                 or needs_grad(*ts, *(out or ()))):
             return None
-        stacked = torch.stack(ts)  # refuses other shapes; snapshots the inputs (outputs may be them)
-        if stacked.layout is not _STRIDED:
-            return None
+        if n * first.nbytes <= _reduce.stack_max_bytes("all_reduce"):
+            stacked = torch.stack(ts)  # refuses other shapes; snapshots the inputs (outputs may be them)
+            if stacked.layout is not _STRIDED:
+                return None
+            result = reduce_stacked(stacked, o, None if out is None else out[0])
+        else:  # chained: it writes out[0] step by step, so nothing it would refuse may reach it
+            if n < 2 or len(set(map(_SHAPE, ts))) != 1 or set(map(_LAYOUT, ts)) != {_STRIDED}:
+                return None
+            result = _reduce.chain(ts, o, None if out is None else out[0])  # out[0] is ts[0] or shares nothing
         if out is None:
-            result = reduce_stacked(stacked, o)
             return [result, *replicate(result, n - 1)]
-        reduce_stacked(stacked, o, out[0])
         if n > 1:
             _copy.copy_many(out[1:], [out[0]] * (n - 1))  # one device: local copies, one call
         return list(out)

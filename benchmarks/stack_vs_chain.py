@@ -1,0 +1,157 @@
+"""Stacked against chained one-device reductions, plain and prepared, in one process, interleaved.
+
+gpucomm reduces tensors that share one device by one of two strategies (``src/gpucomm/comm/_reduce.py``):
+**stacked** (``torch.stack`` then one reduction: two kernels, (3n + 1) × size bytes) or **chained**
+(``r = x0 + x1; r += x2; ...``: n - 1 kernels, 3(n - 1) × size bytes); all_reduce then copies the result
+to the n - 1 other outputs either way.  Which one a call takes is a size limit (``STACK_MAX_BYTES`` for
+reduce and reduce_scatter, ``ALL_REDUCE_STACK_MAX_BYTES`` for all_reduce, n × size stacked).  This script
+times both strategies on the same buffers at the sizes around the limit, beside torch.cuda.comm's anchor
+(the one ``benchmarks/communicator_overhead.py`` uses), so a GPU run decides where the limit belongs:
+
+* **torch** — ``reduce_add(ts, d0)`` (reduce) and ``broadcast(reduce_add(ts, d0), out=ts)`` (all_reduce)
+  on CUDA; the raw torch ops on CPU (host cost only).
+* **plain stacked / plain chained** — ``LocalCommunicator.<op>(...)`` with the limit set above / below the
+  call's stacked size (set before each call on every plain side, the same few Python operations each).
+* **prepared stacked / prepared chained** — ``prepare(op, ...)`` under each limit (the strategy is bound
+  then), then ``p()``.
+
+Rounds alternate their order as in ``communicator_overhead.py`` (same clock: back-to-back calls between
+two device synchronisations; the median over ``--rounds``).  Ratios are stacked / chained time (above 1:
+the chain is faster).  Writes ``stack-vs-chain_<hardware>_<date>.txt`` (with the command) to ``--out``
+(default ``$OUT``, else ``benchmarks/results``) and prints it.
+
+Usage::
+
+    python benchmarks/stack_vs_chain.py                                   # CUDA: cuda:0 x4, 2/8/32 MiB
+    python benchmarks/stack_vs_chain.py --devices cpu,cpu,cpu,cpu --sizes 1K,4K --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import shlex
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared clock beside this script
+
+from communicator_overhead import _round, hardware, human, parse_size, sides
+from gpucomm.comm import _reduce
+from gpucomm.communicator import LocalCommunicator
+
+OPS = ("reduce", "all_reduce")
+THEME = "stack-vs-chain"
+STRATEGIES = {"stacked": 1 << 62, "chained": 0}
+"""Each strategy's stacking limit (bytes): every call stacks, or none does."""
+
+
+def set_limit(limit: int) -> None:
+    _reduce.STACK_MAX_BYTES = limit
+    _reduce.ALL_REDUCE_STACK_MAX_BYTES = limit
+
+
+def with_limit(fn: Callable[[], object], limit: int) -> Callable[[], object]:
+    def call() -> object:
+        set_limit(limit)
+        return fn()
+
+    return call
+
+
+def measure(comm: LocalCommunicator, op: str, size: int, rounds: int, round_ms: float) -> dict:
+    """Median µs per call of torch and the four gpucomm sides, for one op and size."""
+    fns: dict[str, Callable[[], object]] = {}
+    for name, limit in STRATEGIES.items():
+        set_limit(limit)
+        built, nbytes = sides(comm, op, size)  # prepared binds its strategy here
+        fns.setdefault("torch", built["torch"])
+        fns[f"plain {name}"] = with_limit(built["plain"], limit)
+        fns[f"prepared {name}"] = built["prepared"]
+    devs = comm.devices
+    for fn in fns.values():
+        _round(fn, 3, devs)
+    one = max(_round(fns["torch"], 3, devs), 1.0)
+    calls = max(3, min(5000, int(round_ms * 1e3 / one)))
+    for fn in fns.values():
+        _round(fn, calls, devs)
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for r in range(rounds):
+        for k in (list(fns) if r % 2 == 0 else list(reversed(fns))):
+            samples[k].append(_round(fns[k], calls, devs))
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {"op": op, "size_bytes": nbytes, **{k: round(v, 3) for k, v in med.items()}}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--devices", help="comma list (default: one GPU: cuda:0 x4; no GPU: cpu x4)")
+    p.add_argument("--ops", default=",".join(OPS), help=f"comma list from {', '.join(OPS)}")
+    p.add_argument("--sizes", default="2M,8M,32M", help="per-participant sizes (default 2M,8M,32M)")
+    p.add_argument("--rounds", type=int, default=9, help="timed rounds per side (median reported; default 9)")
+    p.add_argument("--round-ms", type=float, default=10.0, help="milliseconds of calls per round (default 10)")
+    p.add_argument("--out", help="directory for the .txt (default: $OUT, else benchmarks/results)")
+    p.add_argument("--date", default=datetime.date.today().isoformat(), help="date in the file name")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    ops = [o for o in args.ops.split(",") if o]
+    try:
+        sizes = [parse_size(s) for s in args.sizes.split(",") if s]
+    except (ValueError, IndexError):
+        sizes = []
+    if not ops or any(o not in OPS for o in ops) or not sizes or min(sizes) < 1 or args.rounds < 1:
+        print(f"stack_vs_chain: --ops must come from {list(OPS)}, --sizes must be sizes like 2M,8M, --rounds >= 1 "
+              f"(got {args.ops!r}, {args.sizes!r}, {args.rounds})", file=sys.stderr)
+        return 2
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    names = args.devices.split(",") if args.devices else ["cpu"] * 4 if count == 0 else ["cuda:0"] * 4
+    comm = LocalCommunicator(names)
+    devs = comm.devices
+    out_dir = Path(args.out or os.environ.get("OUT") or Path(__file__).parent / "results")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{THEME}_{hardware(devs)}_{args.date}.txt"
+    command = "python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
+    limits = (_reduce.STACK_MAX_BYTES, _reduce.ALL_REDUCE_STACK_MAX_BYTES)
+    lines = [f"# command: {command}",
+             f"# stacked vs chained one-device reductions | torch {torch.__version__} | devices "
+             f"{','.join(map(str, devs))}" + (f" | {torch.cuda.get_device_name(devs[0])}" if devs[0].type == "cuda"
+                                            else " | CPU (anchor: raw torch ops; host cost only)"),
+             f"# shipped limits (n x size stacked): reduce/reduce_scatter {human(limits[0])}, all_reduce "
+             f"{human(limits[1])}; median us per call; stk/chn = stacked / chained time (> 1: the chain is faster)",
+             f"{'op':11s} {'size':>8s} {'torch us':>9s} {'plain stk':>10s} {'plain chn':>10s} {'prep stk':>9s} "
+             f"{'prep chn':>9s} {'plain stk/chn':>14s} {'prep stk/chn':>13s}"]
+    for line in lines:
+        print(line, flush=True)
+    try:
+        for op in ops:
+            for size in sizes:
+                r = measure(comm, op, size, args.rounds, args.round_ms)
+                line = (f"{op:11s} {human(r['size_bytes']):>8s} {r['torch']:9.2f} {r['plain stacked']:10.2f} "
+                        f"{r['plain chained']:10.2f} {r['prepared stacked']:9.2f} {r['prepared chained']:9.2f} "
+                        f"{r['plain stacked'] / r['plain chained']:14.3f} "
+                        f"{r['prepared stacked'] / r['prepared chained']:13.3f}")
+                lines.append(line)
+                print(line, flush=True)
+                if devs[0].type == "cuda":
+                    torch.cuda.empty_cache()
+    except KeyboardInterrupt:
+        lines.append("# interrupted: the rows above are complete")
+    finally:
+        set_limit(limits[0])
+        _reduce.ALL_REDUCE_STACK_MAX_BYTES = limits[1]
+        path.write_text("\n".join(lines) + "\n")
+    print(f"# wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
