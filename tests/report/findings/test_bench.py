@@ -151,6 +151,12 @@ def test_the_glance_fits_five_screen_lines_at_any_width_and_keeps_the_findings()
     assert wide == full  # room for everything: the glance is the full answer
 
 
+def test_the_speedup_range_is_in_numeric_order():
+    rows = _pair("gather", {8: 9.0}) + _pair("scatter", {8: 10.5}) + _pair("reduce", {8: 0.5})
+    assert findings._verdicts(findings.bench_findings(rows), 0) == ("faster at 2 of 3 ops (9.00–10.50x), "
+                                                                   "slower at 1 (0.50x)")
+
+
 def test_the_glance_names_the_report_only_when_one_was_written():
     rows = _full_run()
     assert "report.md" not in " ".join(findings.bench_glance(rows, 80, more=None))

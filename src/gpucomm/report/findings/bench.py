@@ -268,7 +268,8 @@ def _verdicts(found: list[PairFinding], named: int | None) -> str:
             more = ", …" if len(members) > named else ""
             shown = f" ({', '.join(f.phrase(below=False) for f in members[:named])}{more})"
         elif group in _NAMED and named == 0:
-            low, high = sorted((fmt_speedup(min(x.speedup for x in members)), fmt_speedup(max(x.speedup for x in members))))
+            speedups = [x.speedup for x in members]
+            low, high = fmt_speedup(min(speedups)), fmt_speedup(max(speedups))
             shown = f" ({low})" if low == high else f" ({low[:-1]}–{high})"
         parts.append(f"{group} {count}{shown}")
     return ", ".join(parts)
