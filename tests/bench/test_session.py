@@ -66,5 +66,6 @@ def test_a_run_ends_with_its_answer_in_at_most_five_lines(tmp_path, cols):
     assert len(starts) == len(expected)
     joined = [" ".join(x.strip() for x in tail[a:b]) for a, b in zip(starts, [*starts[1:], len(tail)], strict=True)]
     assert joined == expected
-    text = " ".join(joined)
-    assert "gpucomm.dist" in text and "faster at" in text and "report.md" in text and "of 10 ops" in text
+    text = " ".join(joined)  # a verdict per pair, over the ops of the run (on CPU or GPU: whichever wins)
+    assert "gpucomm.dist" in text and "report.md" in text and " ops" in text
+    assert any(verdict in text for verdict in ("faster at", "slower at", "mixed at", "on par at")), text
