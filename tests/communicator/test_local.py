@@ -190,3 +190,27 @@ def test_prepare_defers_odd_cases_to_gpucomm_comm_and_its_errors():
     src.add_(1)
     p()
     assert torch.equal(dst, torch.arange(1.0, 5.0, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("name", ["scatter", "gather", "all_gather", "reduce_scatter"])
+def test_the_one_pass_shape_rule_accepts_exactly_what_check_shapes_accepts(name):
+    import itertools
+
+    from gpucomm import collectives
+    from gpucomm.communicator.checks import check_shapes
+    from gpucomm.communicator.local import _shape_rule
+
+    row = collectives.get(name)
+    rule = _shape_rule(row)
+    n = 2
+    shapes = [(4,), (2,), (8,), (3,), (4, 3), (2, 3), (8, 3), (2, 2), (1,), (0,)]
+    for root in (0, 1):
+        for s_in, s_out, s_other in itertools.product(shapes, shapes, shapes):
+            ins = [torch.zeros(s_in), torch.zeros(s_other if row.input_buffer != "root" else s_in)]
+            outs = [torch.zeros(s_out), torch.zeros(s_other if row.output_buffer != "root" else s_out)]
+            try:
+                check_shapes(row, n, ins, outs, root)
+                accepted = True
+            except ValueError:
+                accepted = False
+            assert rule(n, ins, outs, root) == accepted, (name, root, s_in, s_out, s_other)
