@@ -144,9 +144,10 @@ def _round(fn: Callable[[], object], calls: int, devs: list[torch.device]) -> fl
     return (time.perf_counter() - t0) / calls * 1e6
 
 
-def measure(comm: LocalCommunicator, op: str, size: int, rounds: int, round_ms: float) -> dict:
-    fns, nbytes = sides(comm, op, size)
-    devs = comm.devices
+def interleaved(fns: dict[str, Callable[[], object]], devs: list[torch.device], rounds: int,
+                round_ms: float) -> tuple[dict[str, float], int]:
+    """Median µs per call of each side (``fns["torch"]`` sets the calls per round), over ``rounds`` rounds
+    that alternate the sides' order; and the calls per round."""
     for fn in fns.values():  # warm up: caches, allocator, lazy imports, NCCL communicators
         _round(fn, 3, devs)
     one = max(_round(fns["torch"], 3, devs), 1.0)
@@ -157,7 +158,13 @@ def measure(comm: LocalCommunicator, op: str, size: int, rounds: int, round_ms: 
     for r in range(rounds):
         for k in (list(fns) if r % 2 == 0 else list(reversed(fns))):
             samples[k].append(_round(fns[k], calls, devs))
-    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {k: statistics.median(v) for k, v in samples.items()}, calls
+
+
+def measure(comm: LocalCommunicator, op: str, size: int, rounds: int, round_ms: float) -> dict:
+    fns, nbytes = sides(comm, op, size)
+    devs = comm.devices
+    med, calls = interleaved(fns, devs, rounds, round_ms)
     return {"op": op, "size_bytes": nbytes, "n": len(devs), "calls_per_round": calls, "rounds": rounds,
             "torch_us": round(med["torch"], 3), "plain_us": round(med["plain"], 3),
             "prepared_us": round(med["prepared"], 3),

@@ -32,7 +32,6 @@ import argparse
 import datetime
 import os
 import shlex
-import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -41,7 +40,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared clock beside this script
 
-from communicator_overhead import _round, hardware, human, parse_size, sides
+from communicator_overhead import hardware, human, interleaved, parse_size, sides
 from gpucomm.comm import _reduce
 from gpucomm.communicator import LocalCommunicator
 
@@ -73,18 +72,7 @@ def measure(comm: LocalCommunicator, op: str, size: int, rounds: int, round_ms: 
         fns.setdefault("torch", built["torch"])
         fns[f"plain {name}"] = with_limit(built["plain"], limit)
         fns[f"prepared {name}"] = built["prepared"]
-    devs = comm.devices
-    for fn in fns.values():
-        _round(fn, 3, devs)
-    one = max(_round(fns["torch"], 3, devs), 1.0)
-    calls = max(3, min(5000, int(round_ms * 1e3 / one)))
-    for fn in fns.values():
-        _round(fn, calls, devs)
-    samples: dict[str, list[float]] = {k: [] for k in fns}
-    for r in range(rounds):
-        for k in (list(fns) if r % 2 == 0 else list(reversed(fns))):
-            samples[k].append(_round(fns[k], calls, devs))
-    med = {k: statistics.median(v) for k, v in samples.items()}
+    med, _ = interleaved(fns, comm.devices, rounds, round_ms)
     return {"op": op, "size_bytes": nbytes, **{k: round(v, 3) for k, v in med.items()}}
 
 

@@ -21,6 +21,7 @@ from gpucomm.devices import cuda_device_count, parse_device
 
 __all__ = [
     "TORCH_REFUSALS",
+    "cat_shape",
     "check_disjoint",
     "check_cat_shapes",
     "check_device",
@@ -69,6 +70,23 @@ def one_device(ts: Sequence[torch.Tensor]) -> list[torch.device] | None:
     torch's kernels would run on a 'meta' device too, which gpucomm's checks refuse)."""
     devs = list(map(_DEVICE, ts))
     return devs if devs.count(devs[0]) == len(devs) and devs[0].type in _USABLE_TYPES else None
+
+
+def cat_shape(shapes: Sequence[torch.Size], dim: int) -> tuple[int, tuple[int, ...]] | None:
+    """``(dim wrapped, the shape of the tensors of ``shapes`` concatenated along it)``, asking only what
+    ``torch.cat`` does not refuse itself (one ndim for all: it skips 1-d empty tensors among others; a dim
+    in range); the other dims are left to cat.  None when not so (the named checks then decide)."""
+    s0 = shapes[0]
+    nd = len(s0)
+    if not -nd <= dim < nd:
+        return None
+    d = dim % nd
+    total = 0
+    for s in shapes:
+        if len(s) != nd:
+            return None
+        total += s[d]
+    return d, (*s0[:d], total, *s0[d + 1:])
 
 
 def dense_like(ts: Sequence[torch.Tensor], shape: Sequence[int], dtype: torch.dtype,

@@ -14,6 +14,7 @@ from gpucomm.comm import _copy, _kernels, _nccl
 from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
 from gpucomm.comm._checks import (
     TORCH_REFUSALS,
+    cat_shape,
     check_cat_shapes,
     check_dim,
     check_disjoint,
@@ -87,18 +88,10 @@ def _lean_all_gather(ts: Any, dim: Any, out: Any, devices: list[torch.device] | 
             return None
         first = ts[0]
         dtype = first.dtype
-        shapes = list(map(_SHAPE, ts))
-        s0 = shapes[0]
-        nd = len(s0)
-        if set(map(_DTYPE, ts)) != {dtype} or not -nd <= dim < nd:
+        cat = cat_shape(list(map(_SHAPE, ts)), dim)
+        if cat is None or set(map(_DTYPE, ts)) != {dtype}:
             return None
-        d = dim % nd
-        total = 0
-        for s in shapes:
-            if len(s) != nd:
-                return None
-            total += s[d]
-        shape = (*s0[:d], total, *s0[d + 1:])
+        d, shape = cat
         devices = devices or one_device(ts)
         n = len(ts)
         if devices is None:

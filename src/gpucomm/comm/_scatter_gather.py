@@ -15,6 +15,7 @@ from gpucomm.comm import _copy, _host, _kernels
 from gpucomm.comm._alloc import empty_like_on, empty_on, suggest_memory_format
 from gpucomm.comm._checks import (
     TORCH_REFUSALS,
+    cat_shape,
     check_cat_shapes,
     check_dim,
     check_disjoint,
@@ -305,20 +306,12 @@ def _lean_gather(ts: Any, dim: Any, out: Any, devices: list[torch.device] | None
     try:
         if not ((type(ts) is list or type(ts) is tuple) and ts) or type(dim) is not int or type(out) is not torch.Tensor:
             return False
-        shapes = list(map(_SHAPE, ts))
-        first = shapes[0]
-        nd = len(first)
-        if not -nd <= dim < nd:
+        cat = cat_shape(list(map(_SHAPE, ts)), dim)
+        if cat is None:
             return False
-        d = dim % nd
-        total = 0
-        for s in shapes:
-            if len(s) != nd:
-                return False
-            total += s[d]
+        d, shape = cat
         devices = devices or one_device(ts)
-        if (devices is None or out.device != devices[0] or out.shape != (*first[:d], total, *first[d + 1:])
-                or not cat_fits(out)):
+        if devices is None or out.device != devices[0] or out.shape != shape or not cat_fits(out):
             return False
         torch.cat(ts, d, out=out)
         return True

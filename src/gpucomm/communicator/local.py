@@ -78,8 +78,9 @@ def _shape_rule(row: Collective) -> Callable[[int, Any, Any, int], bool] | None:
             else:
                 shapes = list(map(_SHAPE, outs))
                 o = shapes[0]
-            if not s or len(o) != len(s) or o[1:] != s[1:] or shapes is not None and shapes.count(o) != n:
-                return False
+            nd = len(s)
+            if not nd or len(o) != nd or nd > 1 and o[1:] != s[1:] or shapes is not None and shapes.count(o) != n:
+                return False  # (slicing a torch.Size builds one: 1-d buffers, the usual, skip it)
             return o[0] * n == s[0] if split else o[0] == s[0] * n
 
         return rule
