@@ -11,7 +11,7 @@
 # communicator-overhead_h200x1_DATE.{txt,jsonl}, stack-vs-chain_h200x1_DATE.txt,
 # comm-vs-torch_h200x1_DATE.{txt,jsonl}, dist-call-overhead_h200-nccl-ws1_DATE.txt, env_h200x1_DATE.txt,
 # a log per step, and summary.txt (every cell below its target, and the stacked/chained table).
-# Step limits add up to 270 s; with the start of four Python processes expect about 4.5 minutes on one H200.
+# Step limits add up to 275 s; with the start of four Python processes expect about 4.5 minutes on one H200.
 # CPU smoke of the same Python (no GPU): SMOKE=1 OUT=/tmp/o bash benchmarks/gpu/overhead.sh
 set -uo pipefail
 D=${1:-$(date -u +%F)}
@@ -21,10 +21,10 @@ PY=${PYTHON:-python3}
 step() { local limit=$1; shift; echo "=== [$(date -u +%T)] $*"; timeout -s INT "$limit" "$@"; echo "=== rc=$?"; }
 if [ "${SMOKE:-0}" = 1 ]; then  # tiny CPU sizes: the scripts, their files and the summary, in seconds
   DEV=cpu,cpu,cpu,cpu; HW=cpu; CO="--max-bytes 1K --rounds 1 --round-ms 1"; SV="--sizes 1K --rounds 1 --round-ms 1"
-  CT=; DC="--backend gloo --max-bytes 1K --rounds 1"  # comm_vs_torch needs CUDA (torch.cuda.comm): skipped
+  CT=; DC="--backend gloo --nproc 1 --max-bytes 1K --rounds 1"  # comm_vs_torch needs CUDA (torch.cuda.comm): skipped
 else
   DEV=cuda:0,cuda:0,cuda:0,cuda:0; HW=h200x1; CO="--max-bytes 32M --rounds 9"; SV="--rounds 9"
-  CT="--max-bytes 32M --host-max-bytes 32M --time-per-point 0.08 --budget-s 65"; DC="--backend nccl --rounds 15"
+  CT="--max-bytes 32M --host-max-bytes 32M --time-per-point 0.08 --budget-s 65"; DC="--backend nccl --rounds 15 --max-bytes 32M"
 fi
 {
   echo "# command: OUT=$OUT bash benchmarks/gpu/overhead.sh $D"; date -u
@@ -34,13 +34,13 @@ fi
 } > "$OUT/env_${HW}_$D.txt" 2>&1
 # shellcheck disable=SC2086  # the option strings split into arguments on purpose
 {
-step 90 $PY benchmarks/communicator_overhead.py --devices $DEV $CO --out "$OUT" --date "$D" \
+step 85 $PY benchmarks/communicator_overhead.py --devices $DEV $CO --out "$OUT" --date "$D" \
     > "$OUT/communicator-overhead.log" 2>&1
 step 35 $PY benchmarks/stack_vs_chain.py --devices $DEV $SV --out "$OUT" --date "$D" \
     > "$OUT/stack-vs-chain.log" 2>&1
 [ -n "$CT" ] && step 85 $PY benchmarks/comm_vs_torch.py --devices $DEV $CT --out "$OUT" --date "$D" \
     > "$OUT/comm-vs-torch.log" 2>&1
-step 60 $PY benchmarks/dist_call_overhead.py $DC --out "$OUT" > "$OUT/dist-call-overhead.log" 2>&1
+step 70 $PY benchmarks/dist_call_overhead.py $DC --out "$OUT" > "$OUT/dist-call-overhead.log" 2>&1
 }
 {
   echo "# cells below target (plain < 0.97 or prepared < 1.0), $D"
