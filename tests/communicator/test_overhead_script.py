@@ -80,3 +80,24 @@ def test_stack_vs_chain_usage_errors_exit_2(tmp_path):
     assert svc.main(["--ops", "broadcast", "--out", str(tmp_path)]) == 2
     assert svc.main(["--sizes", "lots", "--out", str(tmp_path)]) == 2
     assert not list(tmp_path.iterdir())
+
+
+def test_gpu_overhead_script_fits_one_device_call_and_passes_options_its_scripts_take():
+    # benchmarks/gpu/overhead.sh runs on the H200 only; here: its limits and the options it hands each script
+    import re
+    import shlex
+
+    sh = (_PATH.parent / "gpu" / "overhead.sh").read_text()
+    limits = [int(x) for x in re.findall(r"(?:^|&& )step (\d+) ", sh, re.M)]
+    assert len(limits) == 4 and sum(limits) <= 280  # under 5 minutes with the processes' start
+    gpu = sh[sh.index("\nelse\n"):sh.index("\nfi\n")]
+    opts = {k: shlex.split(v) for k, v in re.findall(r'(\w+)="([^"]*)"', gpu)}
+    assert bench.parser().parse_args(opts["CO"]).max_bytes == 32 << 20
+    assert svc.parser().parse_args(opts["SV"]).rounds == 9
+    _cvt_spec = importlib.util.spec_from_file_location("comm_vs_torch", _PATH.parent / "comm_vs_torch.py")
+    cvt = importlib.util.module_from_spec(_cvt_spec)
+    sys.modules["comm_vs_torch"] = cvt  # its dataclasses look their module up
+    _cvt_spec.loader.exec_module(cvt)
+    assert cvt.parser().parse_args(opts["CT"]).budget_s < 85
+    dist = (_PATH.parent / "dist_call_overhead.py").read_text()
+    assert all(f'"{flag}"' in dist for flag in opts["DC"] if flag.startswith("--"))
