@@ -11,7 +11,11 @@
    ``ReplicatedDataParallel(graphs=True)`` on the device repeated ``--replicas`` times: the kernels of one
    eager forward+backward of one replica (``torch.profiler``: the nodes its captured graph holds), each
    captured graph's replay from idle, and the whole step's host time from idle.
-3. **The Python around the replays.**  ``cProfile`` over ``--profile-steps`` replayed steps, the functions
+3. **A user's own graph of the same step.**  The plain loop's forward+backward captured with
+   ``torch.cuda.graph`` (no gpucomm), its node types counted through the CUDA runtime
+   (``cudaGraphGetNodes``/``cudaGraphNodeGetType`` on ``raw_cuda_graph()``), and its replay from idle: whether
+   the forward-backward graph's launch cost is the model's or the wrapper's.
+4. **The Python around the replays.**  ``cProfile`` over ``--profile-steps`` replayed steps, the functions
    with the most own time.
 
 Usage (one GPU; about 40 s on an H200):
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import ctypes
 import datetime as dt
 import io
 import os
@@ -123,6 +128,72 @@ def _kernels_of_eager_step(net, loss_fn, x, y) -> int:
     return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
+_NODE_TYPES = {0: "kernel", 1: "memcpy", 2: "memset", 3: "host", 4: "child graph", 5: "empty", 6: "event wait",
+               7: "event record", 8: "semaphore signal", 9: "semaphore wait", 10: "mem alloc", 11: "mem free",
+               12: "batch mem op", 13: "conditional"}
+
+
+def _cudart() -> ctypes.CDLL | None:
+    """The CUDA runtime this process loaded (torch's), found in /proc/self/maps."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "libcudart.so" in line}
+    return ctypes.CDLL(sorted(paths)[0]) if paths else None
+
+
+def _node_types(graph: int) -> dict[str, int] | str:
+    """{node type: count} of a cudaGraph_t, or why it could not be read."""
+    rt = _cudart()
+    if rt is None:
+        return "libcudart not found in this process"
+    n = ctypes.c_size_t(0)
+    if rt.cudaGraphGetNodes(ctypes.c_void_p(graph), None, ctypes.byref(n)) != 0:
+        return "cudaGraphGetNodes failed"
+    nodes = (ctypes.c_void_p * n.value)()
+    rt.cudaGraphGetNodes(ctypes.c_void_p(graph), nodes, ctypes.byref(n))
+    counts: dict[str, int] = {}
+    kind = ctypes.c_int(0)
+    for node in nodes:
+        rt.cudaGraphNodeGetType(ctypes.c_void_p(node), ctypes.byref(kind))
+        name = _NODE_TYPES.get(kind.value, f"type {kind.value}")
+        counts[name] = counts.get(name, 0) + 1
+    roots = ctypes.c_size_t(0)
+    if rt.cudaGraphGetRootNodes(ctypes.c_void_p(graph), None, ctypes.byref(roots)) == 0:
+        counts["(root nodes)"] = roots.value
+    return counts
+
+
+def _plain_graph(workload, dev: torch.device, batch: int, replays: int, emit) -> None:
+    """The user's own capture of one forward+backward (no gpucomm), its node types and replay from idle."""
+    net = workload.build_model().to(dev)
+    x, y = (t.to(dev) for t in workload.batch_fn(0, 0, batch))
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+                loss = workload.loss_fn(net(x), y)
+            loss.backward()
+    torch.cuda.current_stream().wait_stream(s)
+    try:
+        g = torch.cuda.CUDAGraph(keep_graph=True)
+    except TypeError:  # torch before keep_graph: no node count
+        g = None
+    graph = g or torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+            loss = workload.loss_fn(net(x), y)
+        loss.backward()
+    types = _node_types(graph.raw_cuda_graph()) if g is not None else "keep_graph unavailable in this torch"
+    if g is not None:
+        graph.instantiate()
+    for _ in range(3):
+        graph.replay()
+    emit("## 3. the same forward+backward captured by a user's own torch.cuda.graph (no gpucomm)")
+    emit(f"node types: {types}")
+    emit(f"replay from idle: {_from_idle(graph.replay, replays):.4f} ms")
+    del graph, g, net
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     out = args.out or Path(os.environ.get("OUT") or Path(__file__).resolve().parent / "results")
@@ -170,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     whole = _from_idle(lambda: step(next(counter)), args.replays)
     emit(f"whole train_step from idle: {whole:.4f} ms per step, {whole / args.replicas:.4f} ms per replica-step")
 
+    _plain_graph(workload, dev, args.batch, args.replays, emit)
+
     prof = cProfile.Profile()
     torch.cuda.synchronize()
     prof.enable()
@@ -179,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.cuda.synchronize()
     buf = io.StringIO()
     pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(25)
-    emit(f"## 3. cProfile of {args.profile_steps} replayed steps (host, no syncs between them), by own time")
+    emit(f"## 4. cProfile of {args.profile_steps} replayed steps (host, no syncs between them), by own time")
     lines.extend(line.rstrip() for line in buf.getvalue().splitlines() if line.strip())
     print(buf.getvalue())
 
