@@ -415,6 +415,33 @@ def report(results: list[dict], path: Path, elapsed: float, argv: list[str] | No
     return "\n".join(lines) + "\n"
 
 
+MEASURED_HARDWARE = ("h100-nvswitch", "h200-nvswitch")
+"""The ``--hardware`` keys priced from the shipped measured compute profile (the others: the datasheet model,
+which ignores ``--software``)."""
+
+
+def software_ablation(rows: list[dict]) -> list[str]:
+    """The rows priced from the measured compute profile, predicted as each software stack: what the row's
+    stated stack (:data:`STACKS`) moves, and what the other would give."""
+    cmds = [(r, command(r)[0]) for r in rows]
+    cmds = [(r, a) for r, a in cmds if a is not None and a[a.index("--hardware") + 1] in MEASURED_HARDWARE]
+    if not cmds:
+        return []
+    out = ["", "Rows priced from the measured compute profile, by software stack (error of predicted vs published; "
+           "the row's stack, from its source, is the one used):", "", "| row | eager | fused | used |",
+           "|---|---:|---:|---|"]
+    for r, argv in cmds:
+        argv = [a for i, a in enumerate(argv) if a != "--software" and (i == 0 or argv[i - 1] != "--software")]
+        _, published, factor = metric(r)
+        cells = []
+        for sw in ("eager", "fused"):
+            rc, text, _ = run_cli(argv + ["--software", sw])
+            tps = json.loads(text)["advice"][0]["tokens_per_s_per_gpu"] if rc == 0 else float("nan")
+            cells.append(f"{tps * factor / published - 1:+.1%}")
+        out.append(f"| {r['id']} | " + " | ".join(cells) + f" | {stack(r).get('software', 'eager')} |")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("path", nargs="?", default=str(DEFAULT), help="published-training JSON Lines file")
@@ -431,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [r for r in rows if r["id"] in set(args.only)]
     t0 = time.perf_counter()
     text = report(evaluate(rows), path, time.perf_counter() - t0, argv)
-    text += "".join(line + "\n" for line in ablation(rows))
+    text += "".join(line + "\n" for line in ablation(rows) + software_ablation(rows))
     if not args.only and path.name == DEFAULT.name:  # the speed case belongs with the full published check
         text += time_search() + "\n"
     print(text, end="")

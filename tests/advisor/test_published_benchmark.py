@@ -120,3 +120,30 @@ def test_the_holdout_file_runs_through_the_cli_contract():
     # uneven stages with virtual stages counting the embedding and the head (Llama 3 405B) are kept as given
     llama = next(r for r in results if r["id"] == "llama3-405b-8192g")
     assert llama["layout"]["stages"][0] == 7 and llama["layout"]["vpp"] == 8
+
+
+def test_the_rows_software_stack_is_passed_where_its_source_states_one():
+    llama3 = {"id": "llama3-x", "family": "Llama 3 paper (Meta, 2024)", "model_name": "Llama 3 405B",
+              "layers": 126, "hidden": 16384, "heads": 128, "kv_heads": 8, "ffn": 53248, "seq_len": 8192,
+              "vocab": 128256, "gpu": "H100", "gpu_mem_gb": 80, "gpus_total": 16384, "gpus_per_node": 8,
+              "tp": 8, "pp": 16, "cp": 1, "vpp": 8, "global_batch_seqs": 2048, "reported": {"tflops_per_gpu": 400}}
+    argv = pub.command(llama3)[0]
+    assert argv[argv.index("--software") + 1] == "fused"
+    # LLM Foundry and torchtitan ran eager PyTorch modules: the default, so no flag
+    mpt = dict(ROWS[1], family="MosaicML llm-foundry MPT benchmarks", gpu="H100")
+    assert "--software" not in pub.command(mpt)[0] and "--software" not in pub.command(ROWS[1])[0]
+
+
+def test_software_ablation_prices_each_measured_row_both_ways(monkeypatch):
+    h100 = dict(ROWS[1], id="h100-row", gpu="H100", family="torchtitan")
+    seen = []
+
+    def fake_cli(argv):
+        seen.append(argv[argv.index("--software") + 1])
+        tps = {"eager": 331.0, "fused": 662.0}[seen[-1]]
+        return 0, json.dumps({"advice": [{"tokens_per_s_per_gpu": tps}]}), ""
+
+    monkeypatch.setattr(pub, "run_cli", fake_cli)
+    lines = pub.software_ablation([ROWS[1], h100])  # the A100 row is datasheet-priced: left out
+    assert seen == ["eager", "fused"]
+    assert lines[-1] == "| h100-row | +0.0% | +100.0% | eager |"
