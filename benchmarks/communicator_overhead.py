@@ -38,7 +38,7 @@ import shlex
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import torch
@@ -172,6 +172,34 @@ def measure(comm: LocalCommunicator, op: str, size: int, rounds: int, round_ms: 
             "prepared_ratio": round(med["torch"] / med["prepared"], 3)}
 
 
+def start(args: argparse.Namespace, argv: list[str] | None, theme: str, gpus: list[str] | None = None
+          ) -> tuple[LocalCommunicator, Path, str]:
+    """The communicator (``--devices``; else ``gpus``, else cuda:0 x4 with a GPU, cpu x4 without), the
+    result files' stem under ``--out`` (created), and the command line that the files quote."""
+    cuda = torch.cuda.is_available() and torch.cuda.device_count() > 0
+    names = args.devices.split(",") if args.devices else gpus or (["cuda:0"] * 4 if cuda else ["cpu"] * 4)
+    comm = LocalCommunicator(names)
+    out_dir = Path(args.out or os.environ.get("OUT") or Path(__file__).parent / "results")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    command = "python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
+    return comm, out_dir / f"{theme}_{hardware(comm.devices)}_{args.date}", command
+
+
+def sweep(cells: Iterable[tuple[str, int]], line_of: Callable[[str, int], str], lines: list[str],
+          devs: list[torch.device]) -> None:
+    """Each (op, size) cell's line, appended to ``lines`` and printed as it is measured; Ctrl-C (or the
+    SIGINT of a time limit) ends the sweep with a note, the rows above it complete."""
+    try:
+        for op, size in cells:
+            line = line_of(op, size)
+            lines.append(line)
+            print(line, flush=True)
+            if devs[0].type == "cuda":
+                torch.cuda.empty_cache()
+    except KeyboardInterrupt:
+        lines.append("# interrupted: the rows above are complete")
+
+
 def hardware(devs: list[torch.device]) -> str:
     if all(d.type == "cpu" for d in devs):
         return "cpu"
@@ -190,11 +218,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--factor", type=int, default=4, help="size step (default 4)")
     # Many short alternating rounds rather than a few long ones: on the H200 (2026-12-03, 5 x 20 ms)
     # the torch side of two identical C++ loops differed by 8 us between neighbouring sizes.
-    p.add_argument("--rounds", type=int, default=11, help="timed rounds per side (median reported; default 11)")
-    p.add_argument("--round-ms", type=float, default=10.0, help="milliseconds of calls per round (default 10)")
-    p.add_argument("--out", help="directory for the .txt and .jsonl (default: $OUT, else benchmarks/results)")
-    p.add_argument("--date", default=datetime.date.today().isoformat(), help="date in the file names")
+    add_round_args(p, 11, "the .txt and .jsonl")
     return p
+
+
+def add_round_args(p: argparse.ArgumentParser, rounds: int, files: str) -> None:
+    """The options of :func:`interleaved`'s rounds and of the result files, shared with stack_vs_chain.py."""
+    p.add_argument("--rounds", type=int, default=rounds, help=f"timed rounds per side (median reported; default "
+                   f"{rounds})")
+    p.add_argument("--round-ms", type=float, default=10.0, help="milliseconds of calls per round (default 10)")
+    p.add_argument("--out", help=f"directory for {files} (default: $OUT, else benchmarks/results)")
+    p.add_argument("--date", default=datetime.date.today().isoformat(), help="date in the file names")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,14 +240,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    names = args.devices.split(",") if args.devices else (
-        ["cpu"] * 4 if count == 0 else [f"cuda:{i}" for i in range(count)] if count > 1 else ["cuda:0"] * 4)
-    comm = LocalCommunicator(names)
+    comm, stem, command = start(args, argv, THEME, [f"cuda:{i}" for i in range(count)] if count > 1 else None)
     devs = comm.devices
-    out_dir = Path(args.out or os.environ.get("OUT") or Path(__file__).parent / "results")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{THEME}_{hardware(devs)}_{args.date}"
-    command = "python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
     kind = "CUDA" if devs[0].type == "cuda" else "CPU (anchor: raw torch ops; host cost only)"
     lines = [f"# command: {command}",
              f"# LocalCommunicator plain and prepared vs torch.cuda.comm out= | {kind} | torch {torch.__version__}"
@@ -229,20 +257,16 @@ def main(argv: list[str] | None = None) -> int:
     with open(f"{stem}.jsonl", "w") as js:
         js.write(json.dumps({"kind": "header", "command": command, "devices": [str(d) for d in devs],
                              "torch": torch.__version__, "anchor": kind}) + "\n")
+        def cell(op: str, size: int) -> str:
+            row = measure(comm, op, size, args.rounds, args.round_ms)
+            js.write(json.dumps({"kind": "row", **row}) + "\n")
+            js.flush()
+            return (f"{op:11s} {human(row['size_bytes']):>8s} {row['torch_us']:10.2f} {row['plain_us']:10.2f} "
+                    f"{row['prepared_us']:10.2f} {row['plain_ratio']:8.3f} {row['prepared_ratio']:8.3f}")
+
         try:
-            for op in ops:
-                for size in sizes(args.min_bytes, args.max_bytes, args.factor):
-                    row = measure(comm, op, size, args.rounds, args.round_ms)
-                    js.write(json.dumps({"kind": "row", **row}) + "\n")
-                    js.flush()
-                    line = (f"{op:11s} {human(row['size_bytes']):>8s} {row['torch_us']:10.2f} {row['plain_us']:10.2f} "
-                            f"{row['prepared_us']:10.2f} {row['plain_ratio']:8.3f} {row['prepared_ratio']:8.3f}")
-                    lines.append(line)
-                    print(line, flush=True)
-                    if devs[0].type == "cuda":
-                        torch.cuda.empty_cache()
-        except KeyboardInterrupt:
-            lines.append("# interrupted: the rows above are complete")
+            sweep(((op, size) for op in ops for size in sizes(args.min_bytes, args.max_bytes, args.factor)), cell,
+                  lines, devs)
         finally:
             Path(f"{stem}.txt").write_text("\n".join(lines) + "\n")
     print(f"# wrote {stem}.txt and {stem}.jsonl")

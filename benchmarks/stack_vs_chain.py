@@ -29,9 +29,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +37,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared clock beside this script
 
-from communicator_overhead import hardware, human, interleaved, parse_size, sides
+from communicator_overhead import add_round_args, human, interleaved, parse_size, sides, start, sweep
 from gpucomm.comm import _reduce
 from gpucomm.communicator import LocalCommunicator
 
@@ -82,10 +79,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", help="comma list (default: one GPU: cuda:0 x4; no GPU: cpu x4)")
     p.add_argument("--ops", default=",".join(OPS), help=f"comma list from {', '.join(OPS)}")
     p.add_argument("--sizes", default="2M,8M,32M", help="per-participant sizes (default 2M,8M,32M)")
-    p.add_argument("--rounds", type=int, default=9, help="timed rounds per side (median reported; default 9)")
-    p.add_argument("--round-ms", type=float, default=10.0, help="milliseconds of calls per round (default 10)")
-    p.add_argument("--out", help="directory for the .txt (default: $OUT, else benchmarks/results)")
-    p.add_argument("--date", default=datetime.date.today().isoformat(), help="date in the file name")
+    add_round_args(p, 9, "the .txt")
     return p
 
 
@@ -100,14 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stack_vs_chain: --ops must come from {list(OPS)}, --sizes must be sizes like 2M,8M, --rounds >= 1 "
               f"(got {args.ops!r}, {args.sizes!r}, {args.rounds})", file=sys.stderr)
         return 2
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    names = args.devices.split(",") if args.devices else ["cpu"] * 4 if count == 0 else ["cuda:0"] * 4
-    comm = LocalCommunicator(names)
+    comm, stem, command = start(args, argv, THEME)
     devs = comm.devices
-    out_dir = Path(args.out or os.environ.get("OUT") or Path(__file__).parent / "results")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{THEME}_{hardware(devs)}_{args.date}.txt"
-    command = "python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
+    path = Path(f"{stem}.txt")
     limits = (_reduce.STACK_MAX_BYTES, _reduce.ALL_REDUCE_STACK_MAX_BYTES)
     lines = [f"# command: {command}",
              f"# stacked vs chained one-device reductions | torch {torch.__version__} | devices "
@@ -119,20 +108,14 @@ def main(argv: list[str] | None = None) -> int:
              f"{'prep chn':>9s} {'plain stk/chn':>14s} {'prep stk/chn':>13s}"]
     for line in lines:
         print(line, flush=True)
+    def cell(op: str, size: int) -> str:
+        r = measure(comm, op, size, args.rounds, args.round_ms)
+        return (f"{op:11s} {human(r['size_bytes']):>8s} {r['torch']:9.2f} {r['plain stacked']:10.2f} "
+                f"{r['plain chained']:10.2f} {r['prepared stacked']:9.2f} {r['prepared chained']:9.2f} "
+                f"{r['plain stacked'] / r['plain chained']:14.3f} {r['prepared stacked'] / r['prepared chained']:13.3f}")
+
     try:
-        for op in ops:
-            for size in sizes:
-                r = measure(comm, op, size, args.rounds, args.round_ms)
-                line = (f"{op:11s} {human(r['size_bytes']):>8s} {r['torch']:9.2f} {r['plain stacked']:10.2f} "
-                        f"{r['plain chained']:10.2f} {r['prepared stacked']:9.2f} {r['prepared chained']:9.2f} "
-                        f"{r['plain stacked'] / r['plain chained']:14.3f} "
-                        f"{r['prepared stacked'] / r['prepared chained']:13.3f}")
-                lines.append(line)
-                print(line, flush=True)
-                if devs[0].type == "cuda":
-                    torch.cuda.empty_cache()
-    except KeyboardInterrupt:
-        lines.append("# interrupted: the rows above are complete")
+        sweep(((op, size) for op in ops for size in sizes), cell, lines, devs)
     finally:
         set_limit(limits[0])
         _reduce.ALL_REDUCE_STACK_MAX_BYTES = limits[1]
