@@ -13,7 +13,7 @@ from gpucomm.advisor.job import Job
 from gpucomm.advisor.layout import Layout
 from gpucomm.advisor.precision import Precision
 
-from ._profiles import ATTN, EMB, GEMM, HEAD, MARGIN, OPT, layer_shape, rest_per_flop, synthetic
+from ._profiles import ATTN, EMB, GEMM, HEAD, MARGIN, OPT, layer_shape, layer_time, rest_per_flop, synthetic
 
 
 def _arch(family="llama", hidden=2048, layers=4, vocab=50304):
@@ -233,3 +233,27 @@ def test_fused_software_replaces_the_eager_elementwise_time_by_fused_traffic():
     assert fused == pytest.approx(GEMM * s.gemm_flops() + 3.5 * ATTN * s.attention().fwd_flops() + ew)
     assert fused < eager
     assert fused_parts.t_embedding == pytest.approx(EMB * (8 * 50304 * 2048 + 8 * 4096 * 2048))  # no host work
+
+
+def test_whole_steps_at_two_layer_counts_give_the_hosts_time_inside_a_step():
+    """Where a shape's whole steps were measured at 2 and 8 layers, the host's time of a layer is the marginal
+    time ``(t8 - t2) / 6`` (the fixed parts cancel) when that is host-bound; it replaces the isolated points'."""
+    p = synthetic()
+    ops = [r for r in p.points["layer"] if r["family"] == "gpt" and r["ac"] == "op"]
+    for r in ops[:3]:  # isolated points, host-bound at 10 x their device time
+        r["fwd_s"], r["bwd_s"] = 10 * r["fwd_s"], 10 * r["bwd_s"]
+    s = layer_shape("gpt", 1024, 4096, ac="op")
+    device = layer_time(layer_shape("gpt", 1024, 4096))
+    host = 5 * sum(device)  # host-bound: the device fills a fifth of it
+    for n, t in ((2, 0.040 + 2 * host), (8, 0.040 + 8 * host)):
+        p.points["step"].append({"layer": s.key(), "vocab": 50304, "layers": n, "loss": "upcast", "seconds": t,
+                                 "peak_allocated_bytes": 2**30, "peak_reserved_bytes": 2**30})
+    src = ProfileSource(p)
+    parts = src.parts(_job(_arch("gpt", 1024)), Layout(mb=1, ac="op"))
+    assert parts.host_layer_s == pytest.approx(host)
+    # a marginal time the device fills is not the host's: the isolated points' median stays
+    q = synthetic()
+    for n, t in ((2, 0.040 + 2 * sum(device)), (8, 0.040 + 8 * sum(device))):
+        q.points["step"].append({"layer": s.key(), "vocab": 50304, "layers": n, "loss": "upcast", "seconds": t,
+                                 "peak_allocated_bytes": 2**30, "peak_reserved_bytes": 2**30})
+    assert ProfileSource(q)._tables._step_host == {}

@@ -49,8 +49,10 @@ host-bound this prices within a median 1-2%, and whole two-layer steps with ``fu
 its measured time was paced by the host.  The host's time of a (family, mode) is the median time of its
 host-bound points (a property of the code, not of the shape: the kernels issued are the same); the step takes
 the longer of the device's work and the host's (:mod:`gpucomm.advisor.timing`, **Host**).  On the H200
-profile only ``op`` layers have host-bound points: 6.2 ms (GPT) and 12.8 ms (Llama) a layer.  Not applied to
-``fused``.
+profile only ``op`` layers have host-bound points: 6.2 ms (GPT) and 12.8 ms (Llama) a layer.  Isolated points
+overstate it (each times its own forward and backward call); where the profile has whole steps of one shape at
+two layer counts (``gpucomm measure``'s default grid times ``op`` steps of 2 and 8 layers), a layer's marginal
+time between them, where host-bound, is the host's time instead.  Not applied to ``fused``.
 
 **Software** (``Job.software``; the default ``eager``): a profile measures the stack it ran — ``eager`` (plain
 PyTorch) or ``compiled`` (each module under ``torch.compile``: ``gpucomm measure --software compiled``).
@@ -420,13 +422,41 @@ class _Tables:
         for r in self.layers:
             s = _layer_shape(r)
             wall = r["fwd_s"] + r["bwd_s"]
-            try:
-                lay = self.layer(s, 1, "eager", [])
-            except (ProfileError, GridError):
-                continue
-            busy = lay.compute_s + lay.memory_s
-            if busy < 0.5 * wall:
+            if self._host_bound(s, wall):
                 by.setdefault((s.family, s.ac), []).append(wall)
+        isolated = {k: statistics.median(v) for k, v in by.items()}
+        return {**isolated, **self._step_host}
+
+    def _host_bound(self, s: LayerShape, wall: float) -> bool:
+        """Whether the device work the lookups price for one layer of ``s`` fills less than half of ``wall``."""
+        try:
+            lay = self.layer(s, 1, "eager", [])
+        except (ProfileError, GridError):
+            return False
+        return lay.compute_s + lay.memory_s < 0.5 * wall
+
+    @functools.cached_property
+    def _step_host(self) -> dict[tuple[str, str], float]:
+        """Per (family, checkpointing mode): a layer's host time inside whole steps — the marginal time of a
+        layer between two measured steps of the same shape with different layer counts, ``(t_b - t_a) / (n_b -
+        n_a)``, where that is host-bound; the median over shapes.  The fixed parts (embedding, head, loss,
+        optimizer, the step's own work) cancel in the difference.  Where a profile has such steps they replace
+        the isolated points' host time, which overstates it: on the H200 two host-bound ``op`` cases were
+        predicted 16-22% slow at layers x the isolated time (advisor-single-gpu-r2_h200x1_2026-12-04.txt)."""
+        groups: dict[tuple, list[tuple[int, float]]] = {}
+        for r in self.steps:
+            s = _layer_shape(r["layer"])
+            key = (tuple(sorted(r["layer"].items())), r["vocab"], r.get("loss", "upcast"))
+            groups.setdefault(key, []).append((r["layers"], r["seconds"]))
+        by: dict[tuple[str, str], list[float]] = {}
+        for (layer, _, _), pts in groups.items():
+            (na, ta), (nb, tb) = min(pts), max(pts)
+            if nb == na:
+                continue
+            s = _layer_shape(dict(layer))
+            marginal = (tb - ta) / (nb - na)
+            if self._host_bound(s, marginal):
+                by.setdefault((s.family, s.ac), []).append(marginal)
         return {k: statistics.median(v) for k, v in by.items()}
 
     @functools.cached_property
@@ -553,6 +583,8 @@ class _Tables:
         by: dict[str, list] = {}
         for r in self.steps:
             s = _layer_shape(r["layer"])
+            if s.ac == "op":  # the op steps measure the host (_step_host), not the margin
+                continue
             margin = max(0.0, r["peak_reserved_bytes"] - r["peak_allocated_bytes"]) / (4.0 * s.tokens * r["vocab"])
             own = None
             if s.ac == "none" and s.tp == 1 and r.get("loss", "upcast") == "upcast":

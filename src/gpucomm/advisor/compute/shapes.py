@@ -247,6 +247,10 @@ class StepShape:
         return {"layer": self.layer.key(), "vocab": self.vocab, "layers": self.layers, "loss": self.loss}
 
 
+HOST_STEP_LAYERS = (2, 8)
+"""Layer counts of the whole ``op`` steps whose difference gives a layer's host time inside a step."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Grid:
     """Everything one ``gpucomm measure`` run times."""
@@ -333,6 +337,10 @@ def default_grid() -> Grid:
     steps = tuple(StepShape(layer=_layer(fam, h, 1, t, ac=ac), vocab=_VOCAB[fam])
                   for fam in FAMILIES for h in _WIDTHS[(fam, 1)][0:6:2] for t in (4096, 16384)
                   for ac in (("none", "full") if t == 16384 else ("none",)))
+    # per-op checkpointing at its two narrowest widths, 2 and 8 layers: a layer's host time inside whole steps
+    # (the marginal time of a layer; isolated op layers overstate it, advisor-single-gpu-r2_h200x1_2026-12-04)
+    steps += tuple(StepShape(layer=_layer(fam, h, 1, 4096, ac="op"), vocab=_VOCAB[fam], layers=n)
+                   for fam in FAMILIES for h in _WIDTHS[(fam, 1)][0:2] for n in HOST_STEP_LAYERS)
     return Grid(layers=tuple(layers), attention=attention, embeddings=embeddings, heads=tuple(heads),
                 optimizers=optimizers, steps=steps)
 
