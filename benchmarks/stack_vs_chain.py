@@ -4,7 +4,7 @@ gpucomm reduces tensors that share one device by one of two strategies (``src/gp
 **stacked** (``torch.stack`` then one reduction: two kernels, (3n + 1) × size bytes) or **chained**
 (``r = x0 + x1; r += x2; ...``: n - 1 kernels, 3(n - 1) × size bytes); all_reduce then copies the result
 to the n - 1 other outputs either way.  Which one a call takes is a size limit (``STACK_MAX_BYTES`` for
-reduce and reduce_scatter, ``ALL_REDUCE_STACK_MAX_BYTES`` for all_reduce, n × size stacked).  This script
+reduce and reduce_scatter, ``ALL_REDUCE_STACK_MAX_BYTES`` for all_reduce, the size of one input).  This script
 times both strategies on the same buffers at the sizes around the limit, beside torch.cuda.comm's anchor
 (the one ``benchmarks/communicator_overhead.py`` uses), so a GPU run decides where the limit belongs:
 
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
              f"# stacked vs chained one-device reductions | torch {torch.__version__} | devices "
              f"{','.join(map(str, devs))}" + (f" | {torch.cuda.get_device_name(devs[0])}" if devs[0].type == "cuda"
                                             else " | CPU (anchor: raw torch ops; host cost only)"),
-             f"# shipped limits (n x size stacked): reduce/reduce_scatter {human(limits[0])}, all_reduce "
+             f"# shipped limits (size of one input): reduce/reduce_scatter {human(limits[0])}, all_reduce "
              f"{human(limits[1])}; median us per call; stk/chn = stacked / chained time (> 1: the chain is faster)",
              f"{'op':11s} {'size':>8s} {'torch us':>9s} {'plain stk':>10s} {'plain chn':>10s} {'prep stk':>9s} "
              f"{'prep chn':>9s} {'plain stk/chn':>14s} {'prep stk/chn':>13s}"]

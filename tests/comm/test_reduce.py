@@ -50,27 +50,63 @@ def test_half_precision_avg_does_not_overflow(monkeypatch, stack_max):
     assert _reduce.combine(ts, ReduceOp.AVG).tolist() == [1000.0] * 4
 
 
-def test_all_reduce_stacks_up_to_its_limit_and_chains_above_it():
-    # 4 x 4 MiB float32 = 16 MiB stacked: above both 8 MiB limits (the mechanics: _reduce's docstrings)
-    assert _reduce.stack_max_bytes("reduce") == _reduce.STACK_MAX_BYTES == 8 << 20
-    assert _reduce.stack_max_bytes("reduce_scatter") == _reduce.STACK_MAX_BYTES
-    assert _reduce.stack_max_bytes("all_reduce") == _reduce.ALL_REDUCE_STACK_MAX_BYTES == 8 << 20
-    ts = [torch.full((1 << 20,), float(i + 1)) for i in range(4)]
-    stacks = []
-    real_stack = torch.stack
+def _strategies(monkeypatch) -> list[str]:
+    """Record which strategy the reductions take: "stack" per torch.stack call, "chain" per chain call."""
+    taken: list[str] = []
+    real_stack, real_chain = torch.stack, _reduce.chain
 
-    def counting_stack(*args, **kwargs):
-        stacks.append(1)
+    def stack(*args, **kwargs):
+        taken.append("stack")
         return real_stack(*args, **kwargs)
 
-    import unittest.mock
-    with unittest.mock.patch.object(torch, "stack", counting_stack):
-        assert torch.equal(_reduce.combine(ts, ReduceOp.SUM, collective="all_reduce"), torch.full((1 << 20,), 10.0))
-        outs = c.all_reduce(ts)
-        assert stacks == [] and all(torch.equal(o, torch.full((1 << 20,), 10.0)) for o in outs)
-        small = [torch.full((1 << 18,), float(i + 1)) for i in range(4)]  # 4 MiB stacked
-        assert torch.equal(c.all_reduce(small)[3], torch.full((1 << 18,), 10.0))
-        assert stacks == [1]
+    def chain(*args, **kwargs):
+        taken.append("chain")
+        return real_chain(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "stack", stack)
+    monkeypatch.setattr(_reduce, "chain", chain)
+    return taken
+
+
+def test_the_shipped_limits_are_8_mib_of_one_input():
+    # benchmarks/results/overhead-logs_h200x1_2026-12-04/README.txt (stack_vs_chain, 4 x cuda:0): stacked
+    # ahead at 2 and 8 MiB each, the chain ahead at 32 MiB each, plain and prepared, reduce and all_reduce
+    assert _reduce.STACK_MAX_BYTES == _reduce.ALL_REDUCE_STACK_MAX_BYTES == 8 << 20
+    for collective in ("reduce", "reduce_scatter", "all_reduce"):
+        assert _reduce.stacks(collective, 8 << 20) and not _reduce.stacks(collective, (8 << 20) + 1)
+
+
+@pytest.mark.parametrize("route", ["combine", "reduce", "all_reduce", "reduce_scatter", "communicator_reduce",
+                                   "communicator_all_reduce", "prepared_reduce", "prepared_all_reduce"])
+@pytest.mark.parametrize("each,want", [(8 << 20, "stack"), ((8 << 20) + 16, "chain")])
+def test_every_route_stacks_inputs_up_to_8_mib_each_and_chains_above(monkeypatch, route, each, want):
+    # 4 inputs of exactly 8 MiB (32 MiB stacked) stack; four float32 more each (so reduce_scatter still divides) and
+    # they chain, on every route:
+    # gpucomm.comm's plain calls and the LocalCommunicator's plain and prepared calls agree
+    from gpucomm.communicator import LocalCommunicator
+
+    ts = [torch.full((each // 4,), float(i + 1)) for i in range(4)]
+    comm = LocalCommunicator(["cpu"] * 4)
+    taken = _strategies(monkeypatch)
+    if route == "combine":
+        got = _reduce.combine(ts, ReduceOp.SUM)
+    elif route == "reduce":
+        got = c.reduce(ts, None, out=torch.empty_like(ts[0]))
+    elif route == "all_reduce":
+        got = c.all_reduce(ts, out=[torch.empty_like(t) for t in ts])[3]
+    elif route == "reduce_scatter":
+        got = torch.cat(c.reduce_scatter(ts))
+    else:
+        name = route.split("_", 1)[1]
+        args = (ts, 0, "sum") if name == "reduce" else (ts, "sum")
+        if route.startswith("communicator"):
+            getattr(comm, name)(*args)
+        else:  # the strategy is bound at prepare time and taken when the prepared call runs
+            comm.prepare(name, *args)()
+        got = ts[0]
+    monkeypatch.undo()
+    assert want in taken and ("chain" if want == "stack" else "stack") not in taken, taken
+    assert got[0].item() == got[-1].item() == 10.0
 
 
 @pytest.mark.parametrize("op,want", [("sum", 10.0), ("avg", 2.5), ("max", 4.0), ("min", 1.0), ("prod", 24.0)])
@@ -104,11 +140,11 @@ def test_chained_all_reduce_refuses_before_writing(monkeypatch):
 def test_bound_all_reduce_uses_all_reduces_limit_and_bound_reduce_reduces(monkeypatch):
     from gpucomm.comm import _reductions
 
-    ts = [torch.full((64,), float(i + 1)) for i in range(4)]  # 1 KiB stacked
-    monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", 512)
+    ts = [torch.full((64,), float(i + 1)) for i in range(4)]  # 256 B each
+    monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", 255)
     assert _reductions.bind_stacked(ts, ts[0], ReduceOp.SUM) is None
     assert _reductions.bind_stacked(ts, ts[0], ReduceOp.SUM, rest=ts[1:]) is not None
-    monkeypatch.setattr(_reduce, "ALL_REDUCE_STACK_MAX_BYTES", 512)
+    monkeypatch.setattr(_reduce, "ALL_REDUCE_STACK_MAX_BYTES", 255)
     monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", 8 << 20)
     assert _reductions.bind_stacked(ts, ts[0], ReduceOp.SUM, rest=ts[1:]) is None
     assert _reductions.bind_stacked(ts, ts[0], ReduceOp.SUM) is not None

@@ -68,14 +68,14 @@ def test_out_with_tensors_that_require_grad_is_named():
 
 
 def test_bound_reduce_stacks_only_while_the_stack_is_small(monkeypatch):
-    # Above STACK_MAX_BYTES the stack's (3n+1) x size bytes lose to the chain's 3(n-1) x size (the
-    # H200's 8 MiB reduce): the binder then allocates no scratch and chains in place, same result.
+    # Above STACK_MAX_BYTES (per input) the stack's (3n+1) x size bytes lose to the chain's 3(n-1) x size (the
+    # H200's 32 MiB reduce): the binder then allocates no scratch and chains in place, same result.
     from gpucomm.collectives import ReduceOp
     from gpucomm.comm import _reduce, _reductions
 
     ts = [torch.full((64,), float(i + 1)) for i in range(4)]
     assert _reductions.bind_stacked(ts, ts[0], ReduceOp.SUM) is not None
-    monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", 4 * 64 * 4 - 1)
+    monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", 64 * 4 - 1)
     assert _reductions.bind_stacked(ts, ts[0], ReduceOp.SUM) is None
     run = _reductions.bind_reduce(ts, ts[0], ReduceOp.SUM)
     run()

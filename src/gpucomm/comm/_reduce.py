@@ -26,42 +26,43 @@ import torch
 from gpucomm.collectives import ReduceOp
 
 __all__ = ["ALL_REDUCE_STACK_MAX_BYTES", "STACK_MAX_BYTES", "chain", "check_op_dtype", "combine", "reduce_stacked",
-           "stack_max_bytes"]
+           "stacks"]
 
 STACK_MAX_BYTES = 8 << 20
-"""Largest n × size (bytes) that :func:`combine` stacks for a reduce (and reduce_scatter); above it the
-in-place chain is used.  :data:`ALL_REDUCE_STACK_MAX_BYTES` is all_reduce's limit.
+"""Largest size of one input (bytes) that :func:`combine` stacks for a reduce (and reduce_scatter); above it
+the in-place chain is used.  :data:`ALL_REDUCE_STACK_MAX_BYTES` is all_reduce's limit.  The limit is per
+input, not n × size: the stack's extra traffic, (3n+1)/(3n-3) of the chain's, shrinks as n grows while
+the launches it saves (n - 3) grow, so a larger n never favours the chain more.
 
 Below it a call is bound by host time (launches), where two kernels beat n - 1; above it by device
-bandwidth, where the stack's extra (3n+1)/(3n-3) bytes cost more than the launches saved.  On one H200
-(4 x cuda:0, 8 MiB each, 32 MiB stacked) the stacked reduce ran 32.6 us against reduce_add's 27.7 us
-(benchmarks/results/communicator-overhead_h200x1_2026-12-03.txt); 2 MiB each (8 MiB stacked) is still
-launch-bound (15.7 us against 27.1 us).
+bandwidth, where the stack's extra bytes cost more than the launches saved.  On one H200, 4 x cuda:0,
+``benchmarks/stack_vs_chain.py`` (benchmarks/results/overhead-logs_h200x1_2026-12-04/README.txt, whose
+stack-vs-chain table is the run's stdout) measured, per call, stacked against chained: reduce 2 MiB each
+40.51 against 48.72 us plain, 28.91 against 57.17 us prepared; 8 MiB each 40.96 against 48.06 plain,
+32.75 against 57.79 prepared; 32 MiB each 119.06 against 77.19 plain, 118.36 against 77.06 prepared.
+So inputs up to and including 8 MiB stack, larger ones chain.  (Until 2026-12-04 the limit was 8 MiB of
+n × size, so 8 MiB inputs chained: the prepared reduce there ran 56.61 us, 0.94x of torch's reduce_add,
+communicator-overhead_h200x1_2026-12-04.txt.)
 """
 
 ALL_REDUCE_STACK_MAX_BYTES = 8 << 20
-"""all_reduce's stacking limit (n × size, bytes): a reduce followed by n - 1 copies to the others.
+"""all_reduce's stacking limit (size of one input, bytes): a reduce followed by n - 1 copies to the others.
 
-Chosen by the mechanics, as reduce's: the stack moves (3n + 1) × size bytes against the chain's
-3(n - 1) × size (the n - 1 copies, 2(n - 1) × size, are the same for both), 4 × size more at any n, for
-n - 3 fewer launches (one at n = 4).  At 8 MiB each (32 MiB stacked) that is 32 MiB more traffic, about
-7 us of HBM time on an H200 (4.8 TB/s), against one kernel's launch, which a queued stream hides: the call
-is bound by the device there, so the chain is ahead; at 2 MiB each (8 MiB stacked) the call is bound by
-the host's launches, where two kernels beat three.  The H200 runs of 2026-12-03 could not tell the two
-apart at 8 MiB each: gpucomm.comm.all_reduce 66.8 us stacked (comm-vs-torch_h200x1_2026-12-03.txt)
-against 66.6 us chained (comm-vs-torch-r2_h200x1_2026-12-03.txt); the prepared LocalCommunicator 50.95
-against 52.53 us (communicator-overhead_h200x1_2026-12-03.txt, -r2_), a 3 % difference within those
-runs' spread.  ``benchmarks/stack_vs_chain.py`` (run by ``benchmarks/gpu/overhead.sh``) times both
-strategies interleaved in one process at 2, 8 and 32 MiB each, plain and prepared, to settle it.
+The stack moves (3n + 1) × size bytes against the chain's 3(n - 1) × size (the n - 1 copies, 2(n - 1) ×
+size, are the same for both), 4 × size more at any n, for n - 3 fewer launches (one at n = 4).  Measured
+in the same run as :data:`STACK_MAX_BYTES` (4 x cuda:0, stacked against chained per call): 2 MiB each
+85.60 against 88.77 us plain, 66.23 against 96.43 us prepared; 8 MiB each 87.37 against 89.33 plain,
+65.61 against 97.58 prepared; 32 MiB each 176.63 against 134.74 plain, 174.92 against 134.37 prepared.
 """
 
 
-def stack_max_bytes(collective: str) -> int:
-    """The stacking limit (n × size, bytes) for ``collective``: all_reduce's or every other reduction's.
+def stacks(collective: str, nbytes: int) -> bool:
+    """Whether a reduction whose inputs are ``nbytes`` each stacks (else it chains): ``nbytes`` at most
+    all_reduce's limit for "all_reduce", every other reduction's otherwise.
 
     Read at call time (not bound at import), so tests and experiments can change either constant.
     """
-    return ALL_REDUCE_STACK_MAX_BYTES if collective == "all_reduce" else STACK_MAX_BYTES
+    return nbytes <= (ALL_REDUCE_STACK_MAX_BYTES if collective == "all_reduce" else STACK_MAX_BYTES)
 
 
 def check_op_dtype(op: ReduceOp, dtype: torch.dtype, fn: str) -> None:
@@ -98,8 +99,8 @@ def combine(tensors: Sequence[torch.Tensor], op: ReduceOp, out: torch.Tensor | N
             collective: str = "reduce") -> torch.Tensor:
     """The elementwise reduction of same-shape, same-dtype tensors on one device.
 
-    ``collective`` picks the stacking limit (:func:`stack_max_bytes`): "all_reduce" stacks up to
-    :data:`ALL_REDUCE_STACK_MAX_BYTES`, anything else up to :data:`STACK_MAX_BYTES`.
+    ``collective`` picks the stacking limit (:func:`stacks`): "all_reduce" stacks inputs up to
+    :data:`ALL_REDUCE_STACK_MAX_BYTES` each, anything else up to :data:`STACK_MAX_BYTES`.
 
     ``out`` (on that device) receives the result; it may be one of ``tensors`` (in-place reduce) but
     must not otherwise overlap them (callers guarantee it).  With one tensor and no ``out`` the
@@ -113,7 +114,7 @@ def combine(tensors: Sequence[torch.Tensor], op: ReduceOp, out: torch.Tensor | N
         return out.copy_(first) if out.data_ptr() != first.data_ptr() else out
     if first.layout != torch.strided:
         return _combine_sparse(tensors, op, out)
-    if n * first.numel() * first.element_size() <= stack_max_bytes(collective):
+    if stacks(collective, first.numel() * first.element_size()):
         return reduce_stacked(torch.stack(list(tensors)), op, out)  # the stack snapshots the inputs
     if out is not None and any(_partly_aliased(out, t) for t in tensors):
         return out.copy_(chain(tensors, op, None))

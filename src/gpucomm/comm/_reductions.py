@@ -116,7 +116,7 @@ def _lean_reduce(ts: Any, op: Any, out: Any, devices: list[torch.device] | None)
         first = ts[0]
         if out.shape != first.shape or out.dtype != first.dtype:  # out= kernels resize (and mean casts)
             return False
-        if len(ts) * first.nbytes <= _reduce.stack_max_bytes("reduce"):
+        if _reduce.stacks("reduce", first.nbytes):
             stacked = torch.stack(ts)  # refuses other shapes and devices; snapshots the inputs (out may be one)
             if stacked.layout is not _STRIDED:
                 return False
@@ -146,7 +146,7 @@ def _lean_outputs(ts: Any, out: Any, shape: Any, devices: list[torch.device]) ->
 def _lean_all_reduce(ts: Any, op: Any, out: Any,
                      devices: list[torch.device] | None = None) -> list[torch.Tensor] | None:
     """``all_reduce(ts, op, out=out)`` in one pass on one device, stacked or chained by
-    :func:`gpucomm.comm._reduce.stack_max_bytes` (``devices``: the inputs' devices, all one, when the caller
+    :func:`gpucomm.comm._reduce.stacks` (``devices``: the inputs' devices, all one, when the caller
     knows them): the outputs, or None when nothing was written (the named
     checks decide)."""
     try:
@@ -158,7 +158,7 @@ def _lean_all_reduce(ts: Any, op: Any, out: Any,
         if (devices is None or out is not None and not _lean_outputs(ts, out, first.shape, devices)
                 or needs_grad(*ts, *(out or ()))):
             return None
-        if n * first.nbytes <= _reduce.stack_max_bytes("all_reduce"):
+        if _reduce.stacks("all_reduce", first.nbytes):
             stacked = torch.stack(ts)  # refuses other shapes; snapshots the inputs (outputs may be them)
             if stacked.layout is not _STRIDED:
                 return None
@@ -188,7 +188,7 @@ def _lean_reduce_scatter(ts: Any, dim: Any, op: Any, out: Any,
         n, first = len(ts), ts[0]
         shape = first.shape
         nd = len(shape)
-        if devices is None or not -nd <= dim < nd or n * first.nbytes > _reduce.stack_max_bytes("reduce"):
+        if devices is None or not -nd <= dim < nd or not _reduce.stacks("reduce", first.nbytes):
             return None
         d = dim % nd
         c, rem = divmod(shape[d], n)
@@ -565,13 +565,13 @@ def bind_stacked(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp,
     per-call allocation; ``rest`` (all-reduce) then receives copies of ``out``.  Outputs may be
     inputs (the stack reads every input before anything is written).  None when the tensors are
     spread over devices, too large to stack (all_reduce's limit when ``rest`` is given, reduce's
-    otherwise: :func:`gpucomm.comm._reduce.stack_max_bytes`), not strided, or need autograd: the
+    otherwise: :func:`gpucomm.comm._reduce.stacks`), not strided, or need autograd: the
     caller then binds the general kernel.
     """
     first = ts[0]
     group = [*ts, out, *(rest or [])]
     if (len(ts) < 2 or any(t.layout != torch.strided for t in group) or not _kernels.one_device(group, first)
-            or len(ts) * first.nbytes > _reduce.stack_max_bytes("reduce" if rest is None else "all_reduce")
+            or not _reduce.stacks("reduce" if rest is None else "all_reduce", first.nbytes)
             or any(t.requires_grad for t in group) and torch.is_grad_enabled()):
         return None
     if rest and _copy.any_overlap(rest, [out]):
