@@ -617,7 +617,7 @@ class _Tables:
         v, n = nested(pts, [_ax("hidden", "hold"), _ax("tokens", "hold")], (shape.hidden, shape.tokens),
                       f"{shape.family} step's own work", _fmt)
         notes.extend(n)
-        return v
+        return max(0.0, v)  # a time: a step cannot take less than its parts (extrapolation can say so)
 
     def margin(self, shape: LayerShape, vocab: int) -> Lookup | None:
         pts = [(c, m) for c, _, m in self._steps.get(shape.family, [])]
