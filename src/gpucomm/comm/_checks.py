@@ -20,6 +20,10 @@ from gpucomm.comm._copy import overlapping_pair
 from gpucomm.devices import cuda_device_count, parse_device
 
 __all__ = [
+    "DEVICE_OF",
+    "DTYPE_OF",
+    "LAYOUT_OF",
+    "SHAPE_OF",
     "TORCH_REFUSALS",
     "cat_shape",
     "check_disjoint",
@@ -39,10 +43,11 @@ __all__ = [
     "one_device",
 ]
 
-_SHAPE = operator.attrgetter("shape")
-_DTYPE = operator.attrgetter("dtype")
-_LAYOUT = operator.attrgetter("layout")
-_DEVICE = operator.attrgetter("device")
+# attribute readers shared by the comm and Communicator checks (one C-level call per tensor in map())
+SHAPE_OF = operator.attrgetter("shape")
+DTYPE_OF = operator.attrgetter("dtype")
+LAYOUT_OF = operator.attrgetter("layout")
+DEVICE_OF = operator.attrgetter("device")
 _STRIDED = {torch.strided}
 _USABLE_TYPES = ("cpu", "cuda")
 
@@ -68,7 +73,7 @@ def needs_grad(*tensors: torch.Tensor) -> bool:
 def one_device(ts: Sequence[torch.Tensor]) -> list[torch.device] | None:
     """Each tensor's device when they all share one 'cpu' or 'cuda' device, else None (one C-level pass;
     torch's kernels would run on a 'meta' device too, which gpucomm's checks refuse)."""
-    devs = list(map(_DEVICE, ts))
+    devs = list(map(DEVICE_OF, ts))
     return devs if devs.count(devs[0]) == len(devs) and devs[0].type in _USABLE_TYPES else None
 
 
@@ -96,9 +101,9 @@ def dense_like(ts: Sequence[torch.Tensor], shape: Sequence[int], dtype: torch.dt
     The common case of the shape/dtype/device checks, asked in one C-level pass per attribute; when
     it says no, the callers run their per-tensor checks, which name the culprit.
     """
-    return (set(map(_SHAPE, ts)) == {shape if type(shape) is torch.Size else torch.Size(shape)}
-            and set(map(_DTYPE, ts)) == {dtype} and set(map(_LAYOUT, ts)) == _STRIDED
-            and (devices is None or list(map(_DEVICE, ts)) == (devices if type(devices) is list else list(devices))))
+    return (set(map(SHAPE_OF, ts)) == {shape if type(shape) is torch.Size else torch.Size(shape)}
+            and set(map(DTYPE_OF, ts)) == {dtype} and set(map(LAYOUT_OF, ts)) == _STRIDED
+            and (devices is None or list(map(DEVICE_OF, ts)) == (devices if type(devices) is list else list(devices))))
 
 
 def check_device(dev: torch.device, arg: str) -> torch.device:

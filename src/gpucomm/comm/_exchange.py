@@ -13,6 +13,10 @@ from gpucomm._validate import check_same_dtype, describe, fail_type, fail_value
 from gpucomm.comm import _copy, _kernels, _nccl
 from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
 from gpucomm.comm._checks import (
+    DEVICE_OF,
+    DTYPE_OF,
+    LAYOUT_OF,
+    SHAPE_OF,
     TORCH_REFUSALS,
     cat_shape,
     check_cat_shapes,
@@ -31,7 +35,7 @@ __all__ = ["all_gather", "bind_all_gather", "bind_all_to_all", "bind_send_recv",
 
 
 def _dense(ts: list[torch.Tensor], arg: str) -> None:
-    if set(map(_LAYOUT, ts)) == {torch.strided}:
+    if set(map(LAYOUT_OF, ts)) == {torch.strided}:
         return
     for i, t in enumerate(ts):
         if t.layout != torch.strided:
@@ -88,8 +92,8 @@ def _lean_all_gather(ts: Any, dim: Any, out: Any, devices: list[torch.device] | 
             return None
         first = ts[0]
         dtype = first.dtype
-        cat = cat_shape(list(map(_SHAPE, ts)), dim)
-        if cat is None or set(map(_DTYPE, ts)) != {dtype}:
+        cat = cat_shape(list(map(SHAPE_OF, ts)), dim)
+        if cat is None or set(map(DTYPE_OF, ts)) != {dtype}:
             return None
         d, shape = cat
         devices = devices or one_device(ts)
@@ -103,8 +107,8 @@ def _lean_all_gather(ts: Any, dim: Any, out: Any, devices: list[torch.device] | 
             if result.layout is not torch.strided:
                 return None  # sparse inputs: the named checks refuse them (nothing was written)
             return [result, *replicate(result, n - 1)]
-        if not ((type(out) is list or type(out) is tuple) and len(out) == n and set(map(_SHAPE, out)) == {shape}
-                and set(map(_DTYPE, out)) == {dtype} and list(map(_DEVICE, out)) == devices
+        if not ((type(out) is list or type(out) is tuple) and len(out) == n and set(map(SHAPE_OF, out)) == {shape}
+                and set(map(DTYPE_OF, out)) == {dtype} and list(map(DEVICE_OF, out)) == devices
                 and _kernels.unshared(out[0], [*out[1:], *ts]) and not needs_grad(*ts, *out)):
             return None
         torch.cat(ts, d, out=out[0])
@@ -224,9 +228,9 @@ def check_all_to_all(tensor_lists: Any) -> tuple[list[list[torch.Tensor]], list[
     n = len(lists)
     devices = [row[0].device for row in lists]
     one = devices.count(devices[0]) == n  # one device (a repeated list, or the CPU): checks in one pass
-    if (set(map(_LAYOUT, everything)) != {torch.strided}
-            or (set(map(_DEVICE, everything)) != {devices[0]} if one else
-                any(set(map(_DEVICE, row)) != {dev} for row, dev in zip(lists, devices, strict=True)))):
+    if (set(map(LAYOUT_OF, everything)) != {torch.strided}
+            or (set(map(DEVICE_OF, everything)) != {devices[0]} if one else
+                any(set(map(DEVICE_OF, row)) != {dev} for row, dev in zip(lists, devices, strict=True)))):
         for i, row in enumerate(lists):  # name the culprit
             _dense(row, f"tensor_lists[{i}]")
             for j, t in enumerate(row):
@@ -243,11 +247,11 @@ def check_all_to_all_out(lists: list[list[torch.Tensor]], devices: list[torch.de
     n = len(lists)
     result, dsts = _square(out, "out", n)
     srcs = [lists[i][j] for j in range(n) for i in range(n)]  # in dsts' order: out[j][i] <- tensor_lists[i][j]
-    dtypes = list(map(_DTYPE, srcs))
-    if (list(map(_SHAPE, dsts)) != list(map(_SHAPE, srcs)) or list(map(_DTYPE, dsts)) != dtypes
-            or set(map(_LAYOUT, dsts)) != {torch.strided}
-            or (set(map(_DEVICE, dsts)) != {devices[0]} if one else
-                list(map(_DEVICE, dsts)) != [d for d in devices for _ in range(n)])):
+    dtypes = list(map(DTYPE_OF, srcs))
+    if (list(map(SHAPE_OF, dsts)) != list(map(SHAPE_OF, srcs)) or list(map(DTYPE_OF, dsts)) != dtypes
+            or set(map(LAYOUT_OF, dsts)) != {torch.strided}
+            or (set(map(DEVICE_OF, dsts)) != {devices[0]} if one else
+                list(map(DEVICE_OF, dsts)) != [d for d in devices for _ in range(n)])):
         for k, (o, src) in enumerate(zip(dsts, srcs, strict=True)):  # name the culprit
             _check_out(o, f"out[{k // n}][{k % n}]", list(src.shape), src.dtype, devices[k // n])
     pair = _copy.overlapping_pair(dsts)
@@ -270,10 +274,6 @@ def _all_to_all_copies(dsts: list[torch.Tensor], srcs: list[torch.Tensor], one: 
         _copy.copy_all(list(zip(dsts, srcs, strict=True)))
 
 
-_SHAPE = operator.attrgetter("shape")
-_DTYPE = operator.attrgetter("dtype")
-_LAYOUT = operator.attrgetter("layout")
-_DEVICE = operator.attrgetter("device")
 
 
 def _uniform(lists: list[list[torch.Tensor]], devices: list[torch.device]) -> bool:

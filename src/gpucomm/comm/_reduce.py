@@ -40,7 +40,10 @@ bandwidth, where the stack's extra bytes cost more than the launches saved.  On 
 stack-vs-chain table is the run's stdout) measured, per call, stacked against chained: reduce 2 MiB each
 40.51 against 48.72 us plain, 28.91 against 57.17 us prepared; 8 MiB each 40.96 against 48.06 plain,
 32.75 against 57.79 prepared; 32 MiB each 119.06 against 77.19 plain, 118.36 against 77.06 prepared.
-So inputs up to and including 8 MiB stack, larger ones chain.  (Until 2026-12-04 the limit was 8 MiB of
+So inputs up to and including 8 MiB stack, larger ones chain.  8 MiB is near the crossover: on another
+machine (stack-vs-chain-r2_h200x1_2026-12-04.txt, a faster host) the plain reduce at 8 MiB each ran 33.06
+stacked against 30.72 us chained, the prepared one 32.82 against 34.79; 2 MiB stacked and 32 MiB chained
+faster there too.  (Until 2026-12-04 the limit was 8 MiB of
 n × size, so 8 MiB inputs chained: the prepared reduce there ran 56.61 us, 0.94x of torch's reduce_add,
 communicator-overhead_h200x1_2026-12-04.txt.)
 """

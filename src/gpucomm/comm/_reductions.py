@@ -15,6 +15,10 @@ from gpucomm.collectives.spec import OPS_BY_NAME
 from gpucomm.comm import _coalesce, _copy, _kernels, _nccl, _reduce
 from gpucomm.comm._alloc import empty_like_on, empty_on, replicate
 from gpucomm.comm._checks import (
+    DEVICE_OF,
+    DTYPE_OF,
+    LAYOUT_OF,
+    SHAPE_OF,
     TORCH_REFUSALS,
     check_dim,
     check_disjoint,
@@ -80,10 +84,6 @@ def _op(op: Any, dtype: torch.dtype, fn: str) -> ReduceOp:
 # named checks (check_reduce, check_all_reduce, check_reduce_scatter), which raise gpucomm's errors, and to
 # the general route.  Nothing is written before both have passed.
 
-_DTYPE = operator.attrgetter("dtype")
-_SHAPE = operator.attrgetter("shape")
-_LAYOUT = operator.attrgetter("layout")
-_DEVICE = operator.attrgetter("device")
 _STRIDED = torch.strided
 _IS = operator.is_
 _SUM, _AVG, _MAX, _MIN = ReduceOp.SUM, ReduceOp.AVG, ReduceOp.MAX, ReduceOp.MIN  # module globals: no enum lookups
@@ -96,7 +96,7 @@ def _lean_op(ts: Any, op: Any) -> ReduceOp | None:
         return None
     dtype = ts[0].dtype
     o = op if type(op) is ReduceOp else OPS_BY_NAME.get(op) if type(op) is str else None
-    if o is None or dtype in _UNREDUCIBLE or set(map(_DTYPE, ts)) != {dtype}:
+    if o is None or dtype in _UNREDUCIBLE or set(map(DTYPE_OF, ts)) != {dtype}:
         return None
     if o is not _SUM and (o is _AVG and not (dtype.is_floating_point or dtype.is_complex)
                           or dtype.is_complex and (o is _MAX or o is _MIN)):
@@ -123,7 +123,7 @@ def _lean_reduce(ts: Any, op: Any, out: Any, devices: list[torch.device] | None)
             reduce_stacked(stacked, o, out)  # refuses out's device and autograd before writing
             return True
         rest = [t for t in ts if t is not out]  # chained in place: out may be an input, but no other may share it
-        if (out.device != devices[0] or len(set(map(_SHAPE, ts))) != 1 or not _kernels.unshared(out, rest)
+        if (out.device != devices[0] or len(set(map(SHAPE_OF, ts))) != 1 or not _kernels.unshared(out, rest)
                 or needs_grad(out, *ts)):  # the chain writes out step by step: nothing may refuse after the first
             return False
         _reduce.chain(ts, o, out)
@@ -139,8 +139,8 @@ def _lean_outputs(ts: Any, out: Any, shape: Any, devices: list[torch.device]) ->
     if out is ts or (type(out) is list or type(out) is tuple) and len(out) == len(ts) and all(map(_IS, out, ts)):
         return _kernels.unshared(ts[0], ts[1:])
     return ((type(out) is list or type(out) is tuple) and len(out) == len(ts)
-            and set(map(_SHAPE, out)) == {shape} and set(map(_DTYPE, out)) == {ts[0].dtype}
-            and list(map(_DEVICE, out)) == devices and _kernels.unshared(out[0], [*out[1:], *ts]))
+            and set(map(SHAPE_OF, out)) == {shape} and set(map(DTYPE_OF, out)) == {ts[0].dtype}
+            and list(map(DEVICE_OF, out)) == devices and _kernels.unshared(out[0], [*out[1:], *ts]))
 
 
 def _lean_all_reduce(ts: Any, op: Any, out: Any,
@@ -164,7 +164,7 @@ def _lean_all_reduce(ts: Any, op: Any, out: Any,
                 return None
             result = reduce_stacked(stacked, o, None if out is None else out[0])
         else:  # chained: it writes out[0] step by step, so nothing it would refuse may reach it
-            if n < 2 or len(set(map(_SHAPE, ts))) != 1 or set(map(_LAYOUT, ts)) != {_STRIDED}:
+            if n < 2 or len(set(map(SHAPE_OF, ts))) != 1 or set(map(LAYOUT_OF, ts)) != {_STRIDED}:
                 return None
             result = _reduce.chain(ts, o, None if out is None else out[0])  # out[0] is ts[0] or shares nothing
         if out is None:
@@ -636,8 +636,8 @@ def _prepared_reduce_scatter(inputs, outputs, dim=0, op="sum"):
 @_kernels.local_form("reduce")
 def _local_reduce(held, inputs, outputs, root, op, extra):
     out = outputs[root]
-    if not _lean_reduce(inputs, op, out, held.one_device):
-        reduce(inputs, None, op, out=out)
+    if not _lean_reduce(inputs, op, out, held.one_device):  # the named checks, without a second one-pass try
+        _reduce_to(*check_reduce(inputs, None, op, out))
 
 
 @_kernels.local_form("all_reduce")

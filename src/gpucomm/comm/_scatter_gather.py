@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 import warnings
 from typing import Any
 
@@ -14,6 +13,7 @@ from gpucomm._validate import check_tensor, describe, fail_type, fail_value
 from gpucomm.comm import _copy, _host, _kernels
 from gpucomm.comm._alloc import empty_like_on, empty_on, suggest_memory_format
 from gpucomm.comm._checks import (
+    SHAPE_OF,
     TORCH_REFUSALS,
     cat_shape,
     check_cat_shapes,
@@ -107,7 +107,6 @@ def scatter(tensor: torch.Tensor, devices: Any = None, chunk_sizes: Any = None, 
 _TORCH_SCATTER = _kernels.SCATTER  # torch.cuda.comm.scatter's C++ (CUDA builds only)
 _TORCH_SCATTER_OUT = _kernels.SCATTER_OUT  # its out= twin
 _CPU = torch.device("cpu")
-_SHAPE = operator.attrgetter("shape")
 _STRIDED = torch.strided
 
 
@@ -306,7 +305,7 @@ def _lean_gather(ts: Any, dim: Any, out: Any, devices: list[torch.device] | None
     try:
         if not ((type(ts) is list or type(ts) is tuple) and ts) or type(dim) is not int or type(out) is not torch.Tensor:
             return False
-        cat = cat_shape(list(map(_SHAPE, ts)), dim)
+        cat = cat_shape(list(map(SHAPE_OF, ts)), dim)
         if cat is None:
             return False
         d, shape = cat
