@@ -263,6 +263,13 @@ class Measured:
     power_w: float = 0.0
 
 
+def _cpu_model() -> str:
+    """The env block's reading: the host's CPU sets a host-paced step's time."""
+    from gpucomm.env import collect_env
+
+    return collect_env("cpu").host.get("cpu_model", "?")
+
+
 def _nvml_clock(device: torch.device) -> tuple[float, float]:
     """(SM clock MHz, power W) of ``device`` now, by NVML; (0, 0) when NVML cannot say."""
     try:
@@ -443,7 +450,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{gpu} for --hardware {args.hardware}; 'then' is the prediction printed with the measurements")
     else:
         say(f"date: {_dt.date.today().isoformat()}; device: {gpu}; torch {torch.__version__}"
-            f"{', CUDA ' + str(torch.version.cuda) if cuda else ''}; predicted for --hardware {args.hardware}")
+            f"{', CUDA ' + str(torch.version.cuda) if cuda else ''}; host CPU {_cpu_model()}; predicted for "
+            f"--hardware {args.hardware}")
         clock = "the intervals between CUDA events at each step's end" if cuda else "the host clock per step (CPU)"
         say(f"loop: fp32 weights, {'bf16 autocast, ' if cuda else 'fp32 (CPU), '}SDPA, fused AdamW, {warmup} "
             f"warm-up + {timed} timed steps, median of {clock}")

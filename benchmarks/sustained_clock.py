@@ -8,13 +8,15 @@ advisor predicts steps too fast (the H200 single-GPU check read 10 of 13 cases 2
 Per layer shape (the profile's own modules, :mod:`gpucomm.advisor.compute.modules`, at shapes of the single-GPU
 check's cases): build, warm up, leave the GPU idle for a second (as between points), then
 
-1. ``burst``: the point's window exactly as ``gpucomm measure`` times it (``compute.measure.time_phases`` with
-   ``shapes.repeats``);
+1. ``burst``: the point's window as ``gpucomm measure`` timed it before it settled each point
+   (``compute.measure.time_phases`` with ``shapes.repeats``, no settling run);
 2. ``run``: the same forward + backward back to back for ``--seconds``, a CUDA event after each iteration (the
    host enqueues and synchronises every eighth iteration, so it never runs far ahead), NVML's SM clock and power
    read at each synchronisation; each iteration's time is placed on a time axis from the run's start, and the
    medians over windows of that axis are printed — the settling of the clock, if any, and its time constant;
-3. ``hot``: the burst window again, right after the run.
+3. ``hot``: the burst window again, right after the run;
+4. ``measure``: after another idle second, the window as ``gpucomm measure`` times it now, with the settling
+   run of :data:`~gpucomm.advisor.compute.shapes.SETTLE_S` for a layer first: how close it comes to ``settled``.
 
 Printed per shape: burst, hot, the medians by window, ratio of the last window to burst.  Nothing is fitted: this
 reads whether, and how fast, the clock settles under each load.
@@ -41,7 +43,7 @@ if str(ROOT / "src") not in sys.path:
 
 from gpucomm.advisor.compute import modules  # noqa: E402
 from gpucomm.advisor.compute.measure import time_phases  # noqa: E402
-from gpucomm.advisor.compute.shapes import LayerShape, Rates, expected_s, repeats  # noqa: E402
+from gpucomm.advisor.compute.shapes import SETTLE_S, LayerShape, Rates, expected_s, repeats  # noqa: E402
 
 SHAPES = {
     "gpt-774m (mb12 x 1024)": LayerShape(family="gpt", hidden=1280, heads=20, kv_heads=20, ffn=5120, seq=1024, mb=12),
@@ -110,6 +112,10 @@ def one(name: str, s: LayerShape, device: torch.device, seconds: float, read) ->
     per = [b - a for a, b in zip([0.0, *ends[:-1]], ends, strict=True)]
     hot = sum(time_phases([fwd, bwd], device, *reps))
     clock_hot = read()
+    torch.cuda.synchronize(device)
+    time.sleep(1.0)
+    now = sum(time_phases([fwd, bwd], device, *reps, SETTLE_S["layer"]))
+    clock_now = read()
 
     rows = []
     for lo, hi in zip(WINDOWS, WINDOWS[1:], strict=False):
@@ -128,7 +134,10 @@ def one(name: str, s: LayerShape, device: torch.device, seconds: float, read) ->
             f"settled (second half of the run): {settled * 1e3:.3f} ms, SM {statistics.median(clocks):.0f} MHz, "
             f"{statistics.median(watts):.0f} W (medians of NVML reads)",
             f"hot burst (the window again right after the run): {hot * 1e3:.3f} ms; SM {clock_hot[0]} MHz",
-            f"settled / burst = {settled / burst:.4f}; hot / burst = {hot / burst:.4f}", ""]
+            f"measure's window with its {SETTLE_S['layer']:g} s settling run, after 1 s idle: {now * 1e3:.3f} ms; "
+            f"SM {clock_now[0]} MHz",
+            f"settled / burst = {settled / burst:.4f}; hot / burst = {hot / burst:.4f}; "
+            f"settled / measure = {settled / now:.4f}", ""]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, s in SHAPES.items():
         lines += one(name, s, dev, args.seconds, read)
         torch.cuda.empty_cache()  # one's modules and inputs are gone with its frame
-        print("\n".join(lines[-7:]), flush=True)
+        print("\n".join(lines[-8:]), flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text("\n".join(lines) + "\n")

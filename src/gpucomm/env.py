@@ -72,6 +72,20 @@ def _topology() -> dict[str, Any]:
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
+def _cpu_model() -> str:
+    """The host CPU's model name (Linux: ``/proc/cpuinfo``; else what :func:`platform.processor` says): an eager
+    loop's host time, and so a host-paced step, depends on it (two lent H200 machines of the same day ran one
+    host-paced step in 102 and 159 ms, advisor-single-gpu-r3/-r4_h200x1_2026-12-04)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def collect_env(device_type: str, extra: dict[str, Any] | None = None,
                 command: list[str] | None = None) -> EnvRecord:
     """The env block for a run on ``device_type`` ("cuda" or "cpu")."""
@@ -79,7 +93,8 @@ def collect_env(device_type: str, extra: dict[str, Any] | None = None,
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         command=list(sys.argv if command is None else command),
         versions=_versions(),
-        host={"hostname": socket.gethostname(), "platform": platform.platform(), "cpu_count": os.cpu_count()},
+        host={"hostname": socket.gethostname(), "platform": platform.platform(), "cpu_count": os.cpu_count(),
+              "cpu_model": _cpu_model()},
         devices=_cuda_devices(),
         device_type=device_type,
         env_vars=_env_vars(),

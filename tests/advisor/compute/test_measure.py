@@ -32,6 +32,22 @@ def test_phases_are_medians_that_sum_to_the_median_iteration():
     assert 0.015 < a < 0.2 and b < a
 
 
+def test_settling_runs_the_work_back_to_back_for_its_seconds_and_only_on_cuda():
+    calls = []
+    t0 = time.perf_counter()
+    measure._settle([lambda: calls.append(1)], torch.device("cpu"), 0.05)
+    assert time.perf_counter() - t0 >= 0.05 and len(calls) > 10
+    calls.clear()
+    measure.time_phases([lambda: calls.append(1)], torch.device("cpu"), warmup=1, timed=2, settle_s=5.0)
+    assert len(calls) == 3  # a CPU has no power limit to settle at: the argument is ignored there
+
+
+def test_every_kind_a_grid_measures_has_a_settling_time():
+    from gpucomm.advisor.compute.shapes import SETTLE_S, default_grid, work
+
+    assert {kind for kind, _ in work(default_grid())} <= set(SETTLE_S)
+
+
 def _grid():
     la = LayerShape(family="llama", hidden=64, heads=4, kv_heads=2, ffn=128, seq=64, mb=2)
     return Grid(layers=(la,), attention=(AttentionShape(head_dim=16, heads=4, seq=64),),
@@ -53,7 +69,7 @@ def test_a_cpu_profile_is_labelled_and_answers_every_kind():
 def test_a_tiny_layer_measured_on_cuda_with_its_memory_and_clocks():
     dev = torch.device("cuda", 0)
     p = measure.measure(_grid(), dev, precision="bf16", grid_name="t", progress=lambda _: None)
-    assert p.device["type"] == "cuda" and p.device["copy_gbps"] > 10
+    assert p.device["type"] == "cuda" and p.device["copy_gbps"] > 10 and p.device["settle_s"]["layer"] > 0
     lay = p.points["layer"][0]
     assert 0 < lay["fwd_s"] < 0.1 and 0 < lay["bwd_s"] < 0.1
     step = p.points["step"][0]

@@ -48,7 +48,7 @@ def test_the_default_grid_covers_what_a_search_visits_within_the_h200_budget():
     assert min(tokens) == 1024 and max(tokens) == 65536
     assert any(s.kv_heads < s.heads for s in g.layers)  # grouped-query attention
     assert {a.head_dim for a in g.attention} == {64, 128} and max(a.seq for a in g.attention) == 8192
-    assert shapes.estimate_s(g) < 150  # seconds at the planning rates; the GPU plan allows 8 minutes in all
+    assert shapes.estimate_s(g) < 420  # seconds at the planning rates, settling included; one device call: 600 s
 
 
 @pytest.mark.parametrize("grid", [shapes.quick_grid(), shapes.tiny_grid(), shapes.model_grid(models.get("gpt-124m"))])

@@ -3,8 +3,10 @@
 **How a point is timed** — the way ``gpucomm train`` times a step (:mod:`gpucomm.train.loop`), so that what is
 measured is what a user's eager loop spends, host gaps included:
 
-* warm-up iterations first (cuBLAS heuristics, allocator, autotuning), untimed, the host waiting for the device
-  before the window;
+* warm-up iterations first (cuBLAS heuristics, allocator, autotuning), untimed; on CUDA the work then runs back
+  to back for :data:`~gpucomm.advisor.compute.shapes.SETTLE_S` of its kind (0.1-0.4 s), so that the window
+  sees the clock the power limit sustains under it — a training step's clock, not the idle GPU's boost (on
+  the H200 a layer timed right after idle ran 3-11% fast); the host waits for the device before the window;
 * then a window of timed iterations in which the host only enqueues: on CUDA an event is recorded after each
   phase of an iteration (after the forward, after the backward), nothing synchronises, and a phase's time is
   from the previous event to its own — the cadence at which the GPU completes it, launch gaps included;
@@ -37,6 +39,7 @@ import torch.nn.functional as F
 from gpucomm.advisor.compute import modules
 from gpucomm.advisor.compute.profile import ComputeProfile
 from gpucomm.advisor.compute.shapes import (
+    SETTLE_S,
     AttentionShape,
     EmbeddingShape,
     Grid,
@@ -58,12 +61,32 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_phases(phases: list[Callable[[], Any]], device: torch.device, warmup: int, timed: int) -> list[float]:
-    """Median seconds of each phase over ``timed`` iterations after ``warmup`` (module docstring)."""
+def _settle(phases: list[Callable[[], Any]], device: torch.device, seconds: float) -> None:
+    """Run the phases back to back for ``seconds`` of wall time (module docstring), synchronising about every
+    20 ms of work so that the host never queues more than that beyond the deadline."""
+    t0 = time.perf_counter()
+    for ph in phases:
+        ph()
+    _sync(device)
+    per = max(time.perf_counter() - t0, 1e-6)
+    chunk = max(1, int(0.02 / per))
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(chunk):
+            for ph in phases:
+                ph()
+        _sync(device)
+
+
+def time_phases(phases: list[Callable[[], Any]], device: torch.device, warmup: int, timed: int,
+                settle_s: float = 0.0) -> list[float]:
+    """Median seconds of each phase over ``timed`` iterations after ``warmup`` and, on CUDA, ``settle_s`` of the
+    same work back to back (module docstring)."""
     for _ in range(warmup):
         for ph in phases:
             ph()
     _sync(device)
+    if device.type == "cuda" and settle_s > 0:
+        _settle(phases, device, settle_s)
     if device.type == "cuda":
         stream = torch.cuda.current_stream(device)
         marks = [[torch.cuda.Event(enable_timing=True) for _ in range(len(phases) + 1)] for _ in range(timed)]
@@ -111,8 +134,11 @@ class _Ctx:
             m = modules.init_(build())
         return torch.compile(m) if self.software == "compiled" else m
 
-    def reps(self, expected_s: float) -> tuple[int, int]:
-        return repeats(expected_s) if self.device.type == "cuda" else (1, 3)
+    def reps(self, kind: str, expected_s: float) -> tuple[int, int, float]:
+        """(warm-up iterations, timed iterations, settling seconds) of a point of ``kind``."""
+        if self.device.type != "cuda":
+            return 1, 3, 0.0
+        return (*repeats(expected_s), SETTLE_S[kind])
 
 
 def _none_grads(*tensors_or_modules) -> None:
@@ -138,7 +164,7 @@ def _layer(ctx: _Ctx, s: LayerShape, expected: float) -> dict[str, Any]:
         held.pop("y").backward(dy)
         _none_grads(mod, x)
 
-    f, b = time_phases([fwd, bwd], ctx.device, *ctx.reps(expected))
+    f, b = time_phases([fwd, bwd], ctx.device, *ctx.reps("layer", expected))
     return {"fwd_s": f, "bwd_s": b}
 
 
@@ -157,7 +183,7 @@ def _kernels(ctx: _Ctx, s: LayerShape, expected: float) -> dict[str, Any]:
             torch.mm(dy, w)
             torch.mm(dy.t(), x)
 
-    f, b = time_phases([fwd, bwd], dev, 1, 3)
+    f, b = time_phases([fwd, bwd], dev, 1, 3, SETTLE_S["kernels"] if dev.type == "cuda" else 0.0)
     return {"gemm_fwd_s": f, "gemm_bwd_s": b}
 
 
@@ -175,7 +201,7 @@ def _attention(ctx: _Ctx, a: AttentionShape, expected: float) -> dict[str, Any]:
         held.pop("y").backward(dy)
         _none_grads(q, k, v)
 
-    f, b = time_phases([fwd, bwd], dev, *ctx.reps(expected))
+    f, b = time_phases([fwd, bwd], dev, *ctx.reps("attention", expected))
     return {"fwd_s": f, "bwd_s": b}
 
 
@@ -188,7 +214,7 @@ def _embedding(ctx: _Ctx, e: EmbeddingShape, expected: float) -> dict[str, Any]:
         mod(idx).backward(dy)
         _none_grads(mod)
 
-    (t,) = time_phases([step], ctx.device, *ctx.reps(expected))
+    (t,) = time_phases([step], ctx.device, *ctx.reps("embedding", expected))
     return {"seconds": t}
 
 
@@ -203,7 +229,7 @@ def _head(ctx: _Ctx, h: HeadShape, expected: float) -> dict[str, Any]:
         loss.backward()
         _none_grads(mod, x)
 
-    (t,) = time_phases([step], ctx.device, *ctx.reps(expected))
+    (t,) = time_phases([step], ctx.device, *ctx.reps("head", expected))
     return {"seconds": t}
 
 
@@ -214,7 +240,7 @@ def _optimizer(ctx: _Ctx, o: OptimizerShape, expected: float) -> dict[str, Any]:
         p.grad = torch.randn_like(p) * 1e-3
     opt = torch.optim.AdamW(params, lr=1e-4, fused=True)
     opt.step()  # the states are created by the first step; a user's first step is not timed either
-    (t,) = time_phases([opt.step], dev, *ctx.reps(expected))
+    (t,) = time_phases([opt.step], dev, *ctx.reps("optimizer", expected))
     return {"params": o.params(), "tensors": len(params), "seconds": t}
 
 
@@ -236,7 +262,7 @@ def _step(ctx: _Ctx, st: StepShape, expected: float) -> dict[str, Any]:
 
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
-    (t,) = time_phases([step], dev, *ctx.reps(expected))
+    (t,) = time_phases([step], dev, *ctx.reps("step", expected))
     out: dict[str, Any] = {"seconds": t, "params": sum(p.numel() for p in model.parameters())}
     if dev.type == "cuda":
         out["peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated(dev))
@@ -324,6 +350,8 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
                 torch.cuda.empty_cache()
         if got is not None:
             points[kind].append({**shape.key(), **got})
+    if device.type == "cuda":
+        info["settle_s"] = dict(SETTLE_S)
     if skipped:
         info["skipped"] = skipped
     info["measure_s"] = round(time.perf_counter() - t0, 1)

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from gpucomm.models import Architecture
 
 __all__ = ["AC_MODES", "FAMILIES", "LOSSES", "AttentionShape", "EmbeddingShape", "Grid", "HeadShape", "LayerShape",
-           "OptimizerShape", "Rates", "StepShape", "default_grid", "estimate_s", "expected_s", "family_of",
+           "OptimizerShape", "Rates", "SETTLE_S", "StepShape", "default_grid", "estimate_s", "expected_s", "family_of",
            "layer_mm_params", "model_grid", "quick_grid", "repeats", "tiny_grid", "work"]
 
 FAMILIES = ("gpt", "llama")
@@ -417,6 +417,20 @@ WARMUP, REPEATS = 2, 5
 LONG_S = 0.05
 
 
+SETTLE_S = {"layer": 0.4, "head": 0.4, "step": 0.4, "kernels": 0.2, "attention": 0.2, "embedding": 0.1,
+            "optimizer": 0.1}
+"""Seconds a point's work runs back to back on a GPU, after its warm-up and before its timed window, so that the
+window sees the clock the power limit sustains under that work, as a training step does.
+
+Measured (``benchmarks/results/sustained-clock_h200x1_2026-12-04.txt``, ``benchmarks/sustained_clock.py``): on
+the H200 a layer's forward + backward timed in a few iterations after an idle second ran at 1,980 MHz and 3-11%
+faster than the same work settled at the 700 W limit (1,650-1,890 MHz) for gpt-774m, gpt-2.7b, llama-2.9b and
+gpt-150m-8k layer shapes; a small one (llama-160m) ran 6% *slower* in the short window (the clock still rising
+from idle).  Most of the settling happens in the first 0.2-0.5 s (the medians by window in that file), so the
+layers, heads and whole steps that set a step's device time run 0.4 s first; the matmuls and attention alone
+(used to split a layer's time) 0.2 s; the memory-bound embedding and optimizer 0.1 s.  Only on CUDA devices."""
+
+
 def repeats(expected_s: float) -> tuple[int, int]:
     """(warmup, timed) iterations of a point expected to take ``expected_s`` per iteration."""
     return (1, 3) if expected_s > LONG_S else (WARMUP, REPEATS)
@@ -487,11 +501,12 @@ def work(grid: Grid) -> list[tuple[str, object]]:
 
 
 def estimate_s(grid: Grid, rates: Rates | None = None) -> float:
-    """Expected wall time of measuring ``grid`` (iterations x expected time + setup per point)."""
+    """Expected wall time of measuring ``grid`` on a GPU (iterations x expected time, the settling run
+    :data:`SETTLE_S`, and setup, per point)."""
     r = rates or Rates()
     total = 0.0
     for kind, shape in work(grid):
         t = expected_s(kind, shape, r)
         warm, timed = (1, 3) if kind == "kernels" else repeats(t)
-        total += (warm + timed) * t + r.setup_s
+        total += (warm + timed) * t + r.setup_s + max(SETTLE_S[kind], t)
     return total
