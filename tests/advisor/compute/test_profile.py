@@ -8,7 +8,7 @@ import pytest
 from gpucomm import models
 from gpucomm.advisor import hardware
 from gpucomm.advisor.compute import profile as prof
-from gpucomm.advisor.compute.profile import ProfileError, ProfileSource
+from gpucomm.advisor.compute.profile import ProfileError, ProfileSource, _ew_bytes
 from gpucomm.advisor.job import Job
 from gpucomm.advisor.layout import Layout
 from gpucomm.advisor.precision import Precision
@@ -54,18 +54,37 @@ def _synthetic_layer(s):
     return layer_time(s)
 
 
-def test_between_token_counts_the_per_flop_time_is_a_power_law():
-    """2,048 tokens between the measured 1,024 and 4,096: log-linear in tokens = the geometric mean."""
+def test_between_token_counts_matmuls_per_flop_and_the_rest_per_byte_are_power_laws():
+    """2,048 tokens between the measured 1,024 and 4,096: log-linear in tokens = the geometric mean, of the
+    matmuls' seconds per FLOP (a constant here) and of the rest's seconds per byte of stored activations."""
     src = ProfileSource(synthetic())
     arch = _arch("gpt", 1024)
     got, parts = _layer_s(src, arch, Layout(mb=1), seq=2048)
     s = layer_shape("gpt", 1024, 2048)
     s = type(s)(**{**s.key(), "seq": 2048, "mb": 1})
-    per_flop = math.sqrt(rest_per_flop(1024) * rest_per_flop(4096))  # = rest_per_flop(2048) for this power law
-    assert per_flop == pytest.approx(rest_per_flop(2048))
-    want = per_flop * s.gemm_flops() + 3.5 * ATTN * s.attention().fwd_flops()
+
+    def per_byte(tokens):  # the synthetic layer's time beyond attention and its matmuls, per stored byte
+        t = layer_shape("gpt", 1024, tokens)
+        return (rest_per_flop(tokens) - GEMM) * t.gemm_flops() / _ew_bytes(t)
+
+    want = (GEMM * s.gemm_flops() + math.sqrt(per_byte(1024) * per_byte(4096)) * _ew_bytes(s)
+            + 3.5 * ATTN * s.attention().fwd_flops())
     assert got == pytest.approx(want)
     assert parts.extrapolated == ()
+
+
+def test_the_rest_scales_with_activation_bytes_not_matmul_flops():
+    """A narrower MLP and fewer KV heads than the measured layers cut the matmuls' FLOPs, not the norms, casts and
+    residual adds: the rest is looked up per stored byte, so it shrinks less than the FLOPs do."""
+    src = ProfileSource(synthetic())
+    s = layer_shape("llama", 1024, 4096)
+    narrow = type(s)(**{**s.key(), "ffn": 2 * 1024, "kv_heads": 2})
+    lay = src._tables.layer(narrow, 1, "eager", [])
+    a = narrow.attention()
+    ew = lay.compute_s + lay.memory_s - GEMM * narrow.gemm_flops() - 3.5 * ATTN * a.fwd_flops()
+    measured_per_byte = (rest_per_flop(4096) - GEMM) * s.gemm_flops() / _ew_bytes(s)
+    assert ew == pytest.approx(measured_per_byte * _ew_bytes(narrow))
+    assert _ew_bytes(narrow) / _ew_bytes(s) > narrow.gemm_flops() / s.gemm_flops()
 
 
 def test_checkpointing_adds_the_forward_work_it_reruns_and_stops_before_the_last_matmul():

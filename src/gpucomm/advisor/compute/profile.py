@@ -22,9 +22,15 @@ head-with-loss's forward + backward ``seconds``; the optimizer step's ``seconds`
     embedding + layers x layer + head-with-loss + the step's own work (first stage / last stage / any)
 
 where a layer is its attention (looked up at its head dim, ``seq / cp`` and ``mb x heads / tp`` rows; with
-context parallel ``cp`` times that, each GPU's queries meeting every key of the ring) plus the rest of the
-layer, looked up as seconds per matmul FLOP (``6 x tokens x weights / tp``) over tp, hidden and tokens, plus
-what the checkpointing mode reruns (**Checkpointing** below).  Every quantity is normalised by the FLOPs (bytes for
+context parallel ``cp`` times that, each GPU's queries meeting every key of the ring), its matmuls (the
+``kernels`` points: seconds per matmul FLOP, ``6 x tokens x weights / tp``), and the rest of the layer — norms,
+activations, rotary, casts, residual adds, launch gaps: the layer point minus its attention and its matmuls —
+looked up as seconds per byte of the activations the layer stores (:func:`_ew_bytes`), each over tp, hidden and
+tokens, plus what the checkpointing mode reruns (**Checkpointing** below).  The rest is elementwise work: it
+scales with activation bytes, not FLOPs, so a layer whose MLP is narrower or whose KV heads are fewer than the
+measured layers' is not priced as if its norms shrank with its matmuls (per FLOP, the H200 profile priced a
+llama-160m layer, 2.7h MLP and 7 heads per KV head, 16% under its measured time; per byte 11%,
+sustained-clock_h200x1_2026-12-04.txt).  A profile without matmul points prices the rest per matmul FLOP.  Every quantity is normalised by the FLOPs (bytes for
 the memory-bound embedding and optimizer) that make it nearly constant, and interpolated in log space
 (:mod:`gpucomm.advisor.compute.interpolate`); outside the grid the answer is *extrapolated* and says so
 (``ComputeParts.extrapolated``).  The step's own work is what whole measured steps take beyond the sum of their
@@ -48,11 +54,14 @@ host-bound this prices within a median 1-2%, and whole two-layer steps with ``fu
 ``op``'s policy runs Python for every op — and a point whose device work (as priced above) fills less than half
 its measured time was paced by the host.  The host's time of a (family, mode) is the median time of its
 host-bound points (a property of the code, not of the shape: the kernels issued are the same); the step takes
-the longer of the device's work and the host's (:mod:`gpucomm.advisor.timing`, **Host**).  On the H200
-profile only ``op`` layers have host-bound points: 6.2 ms (GPT) and 12.8 ms (Llama) a layer.  Isolated points
+the longer of the device's work and the host's (:mod:`gpucomm.advisor.timing`, **Host**).  Isolated points
 overstate it (each times its own forward and backward call); where the profile has whole steps of one shape at
 two layer counts (``gpucomm measure``'s default grid times ``op`` steps of 2 and 8 layers), a layer's marginal
-time between them, where host-bound, is the host's time instead.  Not applied to ``fused``.
+time between them, where host-paced, is the host's time instead.  Not applied to ``fused``.  The host's time is
+the measuring machine's CPU's (the env block names it): the shipped H200 profile's ``op`` layers take 6.9 ms
+(GPT) and 14.7 ms (Llama) of host time a layer on its Xeon host, and one host-paced step ran 102, 159 and 173 ms
+on three lent H200 machines of one day (advisor-single-gpu-r3/-r4/-r5_h200x1_2026-12-04); a profile measured
+on the training machine carries its host.
 
 **Software** (``Job.software``; the default ``eager``): a profile measures the stack it ran — ``eager`` (plain
 PyTorch) or ``compiled`` (each module under ``torch.compile``: ``gpucomm measure --software compiled``).
@@ -350,6 +359,20 @@ class ProfileSource:
                                f"measure with gpucomm measure --precision {compute}, or pass --dtype {p.precision}")
 
 
+def _ew_bytes(shape: LayerShape) -> float:
+    """The bytes of activations one layer of ``shape`` stores for its backward at ``ac=none`` (eager PyTorch,
+    autocast's fp32 residual stream; :func:`gpucomm.advisor.memory.activation_terms`), on one GPU of ``tp``: what
+    its elementwise work reads and writes scales with, across MLP widths and KV-head counts that differ from the
+    profile's (the matmuls' FLOPs do not: a narrower MLP or fewer KV heads cut FLOPs, not norms or casts)."""
+    from gpucomm.models import Architecture
+
+    arch = Architecture(name="q", layers=1, hidden=shape.hidden, heads=shape.heads, kv_heads=shape.kv_heads,
+                        ffn_hidden=shape.ffn, ffn_kind="swiglu" if shape.family == "llama" else "gelu-4h",
+                        vocab=1, seq=shape.seq, tied_embeddings=False)
+    per = sum(activation_terms(arch, "none", residual_bytes=4.0, eager=True).values())
+    return per * shape.hidden / shape.tp * shape.tokens
+
+
 @dataclass(frozen=True, slots=True)
 class _Layer:
     compute_s: float
@@ -480,6 +503,27 @@ class _Tables:
                                                 r["gemm_fwd_s"] / total))
         return by
 
+    @functools.cached_property
+    def _elementwise(self) -> dict[str, list]:
+        """Per family: a layer's time beyond its attention and its matmuls replayed alone (norms, activations,
+        rotary, casts, residual adds, launch gaps) per byte of the activations it stores (:func:`_ew_bytes`):
+        log(seconds / byte), and the forward's share; from the ``ac=none`` layer points that have their
+        matmuls measured alone (module docstring, **Lookup**)."""
+        mm = {_layer_shape({**r, "ac": "none"}): r["gemm_fwd_s"] + r["gemm_bwd_s"] for r in self.kernels}
+        mm_fwd = {_layer_shape({**r, "ac": "none"}): r["gemm_fwd_s"] for r in self.kernels}
+        by: dict[str, list] = {}
+        for r in self.layers:
+            s = _layer_shape(r)
+            if s.ac != "none" or s not in mm:
+                continue
+            af, ab = self._measured_attention(s)
+            total = r["fwd_s"] + r["bwd_s"]
+            other = max(total - af - ab - mm[s], 0.05 * total)  # alone, attention and matmuls can run slower
+            fwd_share = min(1.0, max(0.0, (r["fwd_s"] - af - mm_fwd[s]) / other))
+            by.setdefault(s.family, []).append(((s.tp, s.hidden, s.tokens), math.log(other / _ew_bytes(s)),
+                                                fwd_share))
+        return by
+
     def layer(self, shape: LayerShape, cp: int, software: str, notes: list[str]) -> _Layer:
         rest_pts = self._rest.get(shape.family)
         if not rest_pts:
@@ -495,15 +539,26 @@ class _Tables:
         af, ab = self.attention_s(shape.attention(), notes)
         af, ab = cp * af, cp * ab  # ring attention: this GPU's queries meet every key of the sequence
         gemm_pts = self._gemm.get(shape.family)
-        if gemm_pts:
+        ew_pts = self._elementwise.get(shape.family)
+        if gemm_pts and ew_pts:  # matmuls per FLOP, the rest per byte of activations (module docstring, Lookup)
             log_g, n = nested([(c, v) for c, v, _ in gemm_pts], axes, q, f"{shape.family} matmuls", _fmt)
             notes.extend(n)
-            gemm = min(rest, math.exp(log_g) * shape.gemm_flops())
+            gemm = math.exp(log_g) * shape.gemm_flops()
             g_fwd, _ = nested([(c, f) for c, _, f in gemm_pts], axes, q, f"{shape.family} matmuls", _fmt)
-        else:  # no replayed matmuls: the rest is an upper bound of the GEMM time
-            gemm, g_fwd = rest, 1.0 / 3.0
-        other = rest - gemm
-        ew_fwd = max(0.0, fwd_share * rest - gemm * g_fwd)  # the forward's norms, activations, casts
+            log_e, _ = nested([(c, v) for c, v, _ in ew_pts], axes, q, what, _fmt)
+            other = math.exp(log_e) * _ew_bytes(shape)
+            e_fwd, _ = nested([(c, f) for c, _, f in ew_pts], axes, q, what, _fmt)
+            ew_fwd = e_fwd * other  # the forward's norms, activations, casts
+        else:
+            if gemm_pts:
+                log_g, n = nested([(c, v) for c, v, _ in gemm_pts], axes, q, f"{shape.family} matmuls", _fmt)
+                notes.extend(n)
+                gemm = min(rest, math.exp(log_g) * shape.gemm_flops())
+                g_fwd, _ = nested([(c, f) for c, _, f in gemm_pts], axes, q, f"{shape.family} matmuls", _fmt)
+            else:  # no replayed matmuls: the rest is an upper bound of the GEMM time
+                gemm, g_fwd = rest, 1.0 / 3.0
+            other = rest - gemm
+            ew_fwd = max(0.0, fwd_share * rest - gemm * g_fwd)  # the forward's norms, activations, casts
         if software == "fused":
             fused = min(other, self._fused_elementwise(shape))
             ew_fwd *= fused / other if other > 0 else 0.0
