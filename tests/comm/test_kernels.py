@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 import torch
 
@@ -97,3 +100,99 @@ def test_the_storage_test_sees_shared_memory():
     assert not k.unshared(base, [base[4:]]) and not k.unshared(base[:2], [torch.zeros(2), base[6:]])
     assert k.unshared(base, [torch.zeros(2), torch.zeros(2)])
     assert not k.unshared(torch.zeros(2), [3])
+
+
+# ----- held routes: a LocalCommunicator's plain broadcast/scatter, remembered per storage ----------------
+def _held(n=3):
+    devices = (torch.device("cpu"),) * n
+    return k.Held(devices, one_device=list(devices), distinct=False)
+
+
+def _counting_remember(monkeypatch):
+    checked = []
+    real = k._remember
+
+    def remember(*args):
+        checked.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(k, "_remember", remember)
+    return checked
+
+
+def test_held_routes_exist_only_where_torchs_loop_does(torch_loops):
+    assert k.held_routes() == {"broadcast", "scatter"}
+    assert k.held_route("all_reduce", _held()) is None and k.held_route("broadcast", _held(1)) is None
+    assert k.held_route("broadcast", _held()) is not None
+    torch_loops_saved, k.BROADCAST_OUT = k.BROADCAST_OUT, None
+    try:
+        assert k.held_route("broadcast", _held()) is None  # a CPU build: no loop, no route
+    finally:
+        k.BROADCAST_OUT = torch_loops_saved
+
+
+def test_a_held_route_checks_a_call_once_and_then_only_its_storages(torch_loops, monkeypatch):
+    checked = _counting_remember(monkeypatch)
+    route = k.held_route("broadcast", _held())
+    ts = [torch.full((4,), float(p)) for p in range(3)]
+    assert route(ts, ts, 1) and checked == [1] and torch_loops == ["broadcast"]
+    assert all(torch.equal(t, torch.ones(4)) for t in ts)
+    ts[0].add_(5)  # an in-place op bumps the version: no fact the route remembers depends on it
+    views = [t[:] for t in ts]  # other tensor objects on the same storages: the same verdict
+    assert route(views, views, 2) and route(ts, ts, 0) and checked == [1]
+    others = [torch.full((4,), 7.0) for _ in range(3)]  # alternating storage sets are both remembered
+    assert route(others, others, 0) and route(ts, ts, 0) and route(others, others, 0) and checked == [1, 0]
+    assert len(torch_loops) == 6
+
+
+def test_a_held_route_asks_again_when_a_tensor_gets_another_storage(torch_loops, monkeypatch):
+    checked = _counting_remember(monkeypatch)
+    route = k.held_route("broadcast", _held())
+    ts = [torch.zeros(4) for _ in range(3)]
+    assert route(ts, ts, 0) and checked == [0]
+    ts[2].data = ts[1]  # .data = keeps the tensor object and its version: now two share one storage
+    assert not route(ts, ts, 0) and checked == [0, 0]  # asked again, refused
+    ts[2].data = torch.zeros(5)  # a storage of its own, another shape: asked again, then torch's loop refuses
+    assert not route(ts, ts, 0) and len(checked) == 3
+    ts[2].set_(ts[1].untyped_storage())  # set_: shared again
+    assert not route(ts, ts, 0) and len(checked) == 4
+    ts[2].set_(torch.zeros(4).untyped_storage())
+    assert route(ts, ts, 0) and len(checked) == 5
+    torch.utils.swap_tensors(ts[1], torch.empty(4, device="meta"))  # the same object, now on another device
+    assert ts[1].device.type == "meta"
+    assert not route(ts, ts, 0) and len(checked) == 6
+    assert torch_loops == ["broadcast"] * 2
+
+
+def test_a_held_route_never_takes_a_new_storage_for_a_freed_one(torch_loops, monkeypatch):
+    """Entries are filed under the first storage's id, which a new storage can reuse once the old one is freed:
+    every id is made to collide here, and the weak references (dead once freed) tell the storages apart."""
+    monkeypatch.setattr(k, "id", lambda obj: 42, raising=False)  # the routes' `id` is the module's global
+    route = k.held_route("broadcast", _held())
+    ts = [torch.zeros(4) for _ in range(3)]
+    assert route(ts, ts, 0)
+    gone = weakref.ref(ts[1].untyped_storage())
+    ts[1] = torch.empty(4, device="meta")
+    gc.collect()
+    assert gone() is None  # the remembered entry keeps no storage alive
+    assert not route(ts, ts, 0)  # same key, dead references: asked again, and refused
+    assert torch_loops == ["broadcast"]
+
+
+def test_a_held_scatter_reads_what_can_change_without_a_new_storage(torch_loops):
+    route = k.held_route("scatter", _held())
+    src, outs = torch.arange(6.0), [torch.zeros(2) for _ in range(3)]
+    ins = [None, src, None]
+    assert route(ins, outs, 1) and torch.equal(torch.cat(outs), src)
+    assert not route(ins, outs, 0)  # the remembered call's root was 1: the root's input is asked again
+    outs[1].resize_(1)  # resize_ keeps the storage object: the chunk counts are read every call
+    assert not route(ins, outs, 1)
+    outs[1].resize_(2)
+    assert route(ins, outs, 1)
+    outs[2].data = outs[2].data[:1]  # .data = a view of the same storage: the same storage object
+    outs[0].data = torch.zeros(3)  # unequal chunks that still add up: torch's loop would take them
+    assert not route(ins, outs, 1)
+    empty = [torch.zeros(0, 2) for _ in range(3)]
+    assert not route([None, torch.zeros(0, 2), None], empty, 1)  # empty chunks: their counts say nothing
+    assert not route([None, torch.tensor(1.0), None], [torch.zeros(())] * 3, 1)  # a 0-dim source
+    assert torch_loops == ["scatter"] * 2

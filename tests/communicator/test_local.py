@@ -40,6 +40,46 @@ def test_local_communicator_on_distinct_gpus():
 
 
 
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_local_communicator_through_torchs_loops(n, torch_loops):
+    """Plain broadcast and scatter through torch's loops (CPU stand-ins that check as the real ones do), the
+    held routes of gpucomm.comm._kernels, remembered from call to call: THE body's results."""
+    comm = LocalCommunicator(["cpu"] * n)
+    check_ranks([check_collectives(comm, False)])
+    assert {"broadcast", "scatter"} <= set(torch_loops)
+
+
+def _refusal(call):
+    with pytest.raises((TypeError, ValueError)) as info:
+        call()
+    return type(info.value), str(info.value)
+
+
+def test_remembered_calls_refuse_what_a_fresh_communicator_refuses(torch_loops):
+    warm = LocalCommunicator(["cpu"] * 3)
+    ts, src, outs = [torch.zeros(4) for _ in range(3)], torch.arange(6.0), [torch.zeros(2) for _ in range(3)]
+    warm.broadcast(ts, 1)
+    warm.scatter(outs, [None, src, None], 1)
+    assert torch_loops == ["broadcast", "scatter"]
+    meta = ts[2].clone()
+    torch.utils.swap_tensors(meta, torch.empty(4, device="meta"))
+    cases = [
+        lambda c: c.broadcast([ts[0], ts[1], meta], 1),  # a participant on another device
+        lambda c: c.broadcast(ts, 3),
+        lambda c: c.broadcast(ts[:2], 1),
+        lambda c: c.scatter(outs, [None, src.reshape(2, 3), None], 1),  # the source changed shape
+        lambda c: c.scatter([outs[0], outs[1], torch.zeros(3)], [None, src, None], 1),
+        lambda c: c.scatter(outs, [None, None, None], 1),
+        lambda c: c.scatter([outs[0], outs[0][:], outs[2]], [None, src, None], 1),  # two outputs, one storage
+    ]
+    for case in cases:
+        fresh = LocalCommunicator(["cpu"] * 3)
+        assert _refusal(lambda c=warm, case=case: case(c)) == _refusal(lambda c=fresh, case=case: case(c))
+    outs[1].resize_(1)  # the same storage, now a chunk too small
+    assert _refusal(lambda: warm.scatter(outs, [None, src, None], 1))[1].startswith("outputs[1]: expected shape [2]")
+    assert torch_loops == ["broadcast", "scatter"]
+
+
 # ----- argument checks (no communication needed) --------------------------------------------------
 def test_local_communicator_rejects_bad_arguments():
     comm = LocalCommunicator(["cpu", "cpu"])

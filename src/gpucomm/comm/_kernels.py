@@ -13,6 +13,8 @@ offers:
 * :func:`local_form` — how a ``LocalCommunicator`` runs a collective row's method on the tensors it holds
   (registered by the kernel module that implements the row, found by the row's name).
 * :func:`capture` — CUDA-graph capture of such a ``run``.
+* :func:`held_route` — a LocalCommunicator's one-pass route of a plain call into torch's C++ loop, which
+  remembers the storages of the calls it checked (see "Verdicts that cannot go stale" below).
 * torch.cuda.comm's own C++ loops (:data:`BROADCAST_OUT`, :data:`SCATTER_OUT`, :data:`SCATTER`): the
   **one** home of torch's direct routes, with :func:`broadcast_out` and :func:`scatter_out`, which hand a
   plain call to them under the contract below, and the small helpers every kernel module's binding uses.
@@ -32,11 +34,30 @@ CPU outputs).  Autograd needs no check of its own: the loops write each output w
 gpucomm's own route does, so a tensor that requires grad meets the same ``copy_`` either way.  A CPU source
 larger than ``_host.DIRECT_MAX_BYTES`` is left to the caller too: pinned staging beats torch's pageable
 copies there.
+
+**Verdicts that cannot go stale** (:func:`held_route`).  A LocalCommunicator's plain broadcast or scatter
+adds to torch's checks that each tensor sits on its participant's device and that no two share a storage.
+Asked afresh, that is two attribute reads per tensor (``t.device``, ``t.untyped_storage()``), each a new
+Python object, about 700 host instructions apiece under callgrind (``benchmarks/host_instructions.py``).
+Both facts belong to the *storage*, not to the tensor object: a storage never changes device, and two
+storage objects are one memory exactly when they are the same object (torch keeps one Python object per
+storage).  So a held route remembers, per call it checked, the storages it saw (weak references: it keeps
+no memory alive) and on a later call asks only whether each tensor still views the same storage object —
+one read and one identity test per tensor.  ``t.data = other``, ``t.set_(...)`` and
+``torch.utils.swap_tensors`` give the tensor another storage (the verdict is asked again); a freed storage's
+weak reference answers None, so a new storage at a freed address is never taken for the old one;
+``resize_`` keeps the storage object and its device.  What can change while the storage stays — the
+shape, the offset, the dtype — is not remembered: torch's loop checks the shapes itself, and a scatter
+reads its outputs' element counts on every call (equal chunks).  Remembering the devices themselves
+(``t.device`` per tensor) would save nothing: any witness that a tensor was not re-pointed costs one read
+per tensor, the same as reading its device.
 """
 
 from __future__ import annotations
 
 import functools
+import operator
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -60,6 +81,8 @@ __all__ = [
     "capture",
     "cuda_alike",
     "forms",
+    "held_route",
+    "held_routes",
     "local_form",
     "local_forms",
     "noop",
@@ -81,6 +104,7 @@ SCATTER = getattr(torch._C, "_scatter", None)
 """``torch.cuda.comm.scatter(t, devices)``'s C++: each chunk ``.to(device, non_blocking=True)``."""
 
 _REFUSED = (RuntimeError, TypeError, IndexError, ValueError)  # what torch's loops raise (NotImplementedError too)
+_NOT_TAKEN = (*_REFUSED, AttributeError)  # ... and what reading a non-tensor entry raises
 
 
 def _one_object_per_storage() -> bool:
@@ -220,3 +244,129 @@ def local_form(name: str) -> Callable[[LocalForm], LocalForm]:
 def local_forms() -> dict[str, LocalForm]:
     """Every registered LocalCommunicator form, by row name."""
     return dict(_LOCAL)
+
+
+# ----- held routes: a LocalCommunicator's plain calls into torch's loops, remembered per storage --------
+HeldRoute = Callable[[Any, Any, int], bool]
+"""``route(inputs, outputs, root)``: run a LocalCommunicator's plain call of one row through torch's C++ loop
+when every check (the Communicator's: one tensor per participant on its device, a root among them; gpucomm's:
+storages of their own; torch's own) passes, and return True; return False having written nothing
+otherwise (the caller then runs its named checks and its own route)."""
+
+_MEMO_ENTRIES = 64  # checked calls remembered per route (storage sets that alternate, e.g. one per layer)
+
+
+def _remember(memo: dict, root: int, tensors: tuple, storages: tuple, devices: tuple) -> tuple | None:
+    """The entry that remembers a call of ``root`` on ``tensors`` (whose storages are ``storages``), when each
+    tensor sits on ``devices[i]`` and no two storages are one; else None.  The entry is ``(root, *refs)``,
+    weak references to the storages (it keeps no memory alive), filed under the first storage's id."""
+    if list(map(_DEVICE, tensors)) != list(devices) or len(set(storages)) != len(storages):
+        return None
+    if len(memo) >= _MEMO_ENTRIES:
+        memo.clear()
+    entry = memo[id(storages[0])] = (root, *map(weakref.ref, storages))
+    return entry
+
+
+def _gone() -> None:
+    """A reference to no storage: what a route's first entry holds before any call was checked."""
+    return None
+
+
+_DEVICE = operator.attrgetter("device")
+
+
+def _each(n: int, fmt: str, sep: str = ", ") -> str:
+    return sep.join(fmt.format(i=i) for i in range(n))
+
+
+def _route_source(name: str, n: int) -> str:
+    """The source of ``name``'s held route for ``n`` participants, unrolled (a loop over the tensors costs about
+    half as much again per tensor in CPython: iterator, tuple unpacking).  The route asks first whether the
+    call views the storages of the call it last checked (``last``), then the entry filed under its first
+    storage, and only then checks the call afresh (:func:`_remember`)."""
+    rooted = name == "scatter"  # the entry's root matters: the root's input is one of the tensors asked
+    ts = _each(n, "t{i}") + (", src" if rooted else "")
+    ss = _each(n, "s{i}") + (", ss" if rooted else "")
+    refs = _each(n, "r{i}") + (", rs" if rooted else "")
+    same = ("at == root and " if rooted else "") + _each(n, "s{i} is r{i}()", " and ") + (
+        " and ss is rs()" if rooted else "")
+    want = "devices + (devices[root],)" if rooted else "devices"
+    if rooted:  # every output is one of n equal chunks of the root's input
+        head = f"""if (type(root) is not int or not 0 <= root < {n}
+                or type(outputs) is not list and type(outputs) is not tuple or len(outputs) != {n}
+                or type(inputs) is not list and type(inputs) is not tuple or len(inputs) != {n}):
+            return False
+        try:
+            {_each(n, "t{i}")} = outputs
+            src = inputs[root]
+            ss = src.untyped_storage()"""
+        numels = " and ".join(f"t{i}.numel() == k" for i in range(1, n))
+        tail = f"""k = t0.numel()
+            if not (k and {numels} and src.ndim):
+                return False  # unequal chunks (or empty ones, whose count says nothing), a 0-dim source
+            if not cuda_at[root] and src.nbytes > DIRECT_MAX_BYTES:
+                return False
+            SCATTER_OUT(src, outputs, 0, None)"""
+    else:  # broadcast, in place: the root's tensor is the source, the others receive it
+        head = f"""if (type(root) is not int or not 0 <= root < {n}
+                or type(inputs) is not list and type(inputs) is not tuple or len(inputs) != {n}):
+            return False
+        try:
+            {ts} = inputs"""
+        tail = f"""src = inputs[root]
+            if not cuda_at[root] and src.nbytes > DIRECT_MAX_BYTES:
+                return False
+            others = [{ts}]
+            del others[root]
+            BROADCAST_OUT(src, others)"""
+    return f"""
+def make(memo, devices, cuda_at):
+    last = (-1, *[_gone] * {n + rooted})
+
+    def route(inputs, outputs, root):
+        nonlocal last
+        {head}
+            {_each(n, "s{i} = t{i}.untyped_storage()", chr(10) + " " * 12)}
+            at, {refs} = last
+            if not ({same}):
+                e = memo.get(id(s0))
+                if e is not None:
+                    at, {refs} = e
+                if e is None or not ({same}):
+                    e = _remember(memo, root, ({ts}), ({ss}), {want})
+                    if e is None:
+                        return False
+                last = e
+            {tail}
+            return True
+        except _NOT_TAKEN:
+            return False
+    return route
+"""
+
+
+@functools.cache
+def _route_maker(name: str, n: int) -> Callable[..., HeldRoute]:
+    space: dict[str, Any] = {}
+    exec(compile(_route_source(name, n), f"<gpucomm held route {name} n={n}>", "exec"), globals(), space)
+    return space["make"]
+
+
+_LOOPS = {"broadcast": "BROADCAST_OUT", "scatter": "SCATTER_OUT"}  # the rows with a held route: torch's loop
+
+
+def held_routes() -> frozenset[str]:
+    """The rows that have a held route (where torch's loop exists: see :func:`held_route`)."""
+    return frozenset(_LOOPS)
+
+
+def held_route(name: str, held: Held) -> HeldRoute | None:
+    """Row ``name``'s held route on ``held``'s participants (see the module docstring), or None: no such
+    route (the row has none, torch's loop is not in this build, one participant, or a torch without one
+    Python object per storage)."""
+    loop = _LOOPS.get(name)
+    n = len(held.devices)
+    if loop is None or globals()[loop] is None or n < 2 or not _STORAGE_OBJECTS:
+        return None
+    return _route_maker(name, n)({}, held.devices, tuple(d.type == "cuda" for d in held.devices))

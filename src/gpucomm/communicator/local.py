@@ -33,7 +33,7 @@ from gpucomm import comm as _comm
 from gpucomm.collectives import Collective
 from gpucomm.collectives.spec import CHUNK, CHUNK_COUNT, ROOT, Args
 from gpucomm.comm import _kernels
-from gpucomm.communicator.base import LIST, TUPLE, Communicator, arity, returns, signed
+from gpucomm.communicator.base import LIST, TUPLE, Communicator, returns, signed
 from gpucomm.communicator.checks import check_held, check_root, check_shapes
 from gpucomm.devices import DeviceLike, parse_devices
 
@@ -96,6 +96,37 @@ def _shape_rule(row: Collective) -> Callable[[int, Any, Any, int], bool] | None:
     return same
 
 
+_RESULT = {LIST: "list({outs})", TUPLE: "tuple({outs})"}  # what a method returns (ROOTS: the root's output)
+
+
+def _with_parameters(row: Collective, body: Callable[..., Any], kind: int) -> Callable[..., Any]:
+    """``row``'s method with the row's own parameters and defaults (Python binds a call's arguments, keywords
+    included, in C: no ``*args`` tuple, no binding of our own), which tries the row's held route (if the row
+    has one: ``self._route_<name>``, see :func:`gpucomm.comm._kernels.held_route`) and otherwise returns
+    ``body(self, inputs, outputs, root, op, extra)``."""
+    m = row.method
+    name = str(row.name)
+    ins, outs, root_at, op_at, extra_at = m.slots
+    p = m.params
+    signature = ", ".join(f"{q}=__defaults[{q!r}]" if q in m.defaults else q for q in p)
+    root = p[root_at] if root_at >= 0 else "0"
+    call = (f"{p[ins]}, {p[outs]}, {root}, {p[op_at] if op_at >= 0 else 'None'}, "
+            + ("{" + ", ".join(f"{q!r}: {q}" for q, _ in extra_at) + "}" if extra_at else "__EMPTY"))
+    routed = ""
+    if name in _kernels.held_routes():
+        result = _RESULT.get(kind, "{outs}[{root}]").format(outs=p[outs], root=root)
+        routed = f"if self._route_{name}({p[ins]}, {p[outs]}, {root}):\n        return {result}\n    "
+    source = f"def {name}(self, {signature}):\n    {routed}return __body(self, {call})\n"
+    space = {"__defaults": m.defaults, "__EMPTY": _EMPTY, "__body": body}
+    exec(compile(source, f"<LocalCommunicator.{name}>", "exec"), space)
+    return space[name]
+
+
+def _no_route(inputs: Any, outputs: Any, root: Any) -> bool:
+    """The held route of a row on a communicator that has none (see :func:`gpucomm.comm._kernels.held_route`)."""
+    return False
+
+
 class LocalCommunicator(Communicator):
     """The Communicator on the devices of this process: one participant per listed device.
 
@@ -116,6 +147,8 @@ class LocalCommunicator(Communicator):
         kinds = set(parsed)
         self._held_by = _kernels.Held(tuple(parsed), one_device=list(parsed) if len(kinds) == 1 else None,
                                       distinct=len(kinds) == len(parsed))
+        for name in _kernels.held_routes():  # what the methods try first: self._route_<name>
+            setattr(self, f"_route_{name}", _kernels.held_route(name, self._held_by) or _no_route)
 
     def __repr__(self) -> str:
         return f"LocalCommunicator(devices={[str(d) for d in self._devices]})"
@@ -163,36 +196,30 @@ class LocalCommunicator(Communicator):
 
     @classmethod
     def _method_of(cls, row: Collective) -> Callable[..., Any]:
-        """``row``'s method: the Communicator's checks in one pass each (:meth:`_check` names what they refuse),
-        then gpucomm.comm's form of the row; everything that depends only on the row is decided here, once."""
+        """``row``'s method: its held route where it has one (torch's loop on storages checked before), else the
+        Communicator's checks in one pass each (:meth:`_check` names what they refuse) and gpucomm.comm's form
+        of the row; everything that depends only on the row is decided here, once."""
         form = _kernels.local_forms()[str(row.name)]
-        count, complete = arity(row)
-        ins, outs, root_at, op_at, extra_at = row.method.slots
-        in_place, has_root, kind = ins == outs, row.has_root, returns(row)
+        in_place, has_root, kind = row.method.slots.inputs == row.method.slots.outputs, row.has_root, returns(row)
         root_in, root_out = row.input_buffer == ROOT, row.output_buffer == ROOT
         shapes = _shape_rule(row)
 
-        def method(self: LocalCommunicator, *args: Any, **kwargs: Any) -> Any:
-            if kwargs or len(args) != count:
-                args = complete(args, kwargs)
+        def body(self: LocalCommunicator, inputs: Any, outputs: Any, root: Any, op: Any, extra: Any) -> Any:
             n, devices = self._n, self._devices
-            root = args[root_at] if root_at >= 0 else 0
-            inputs, outputs = args[ins], args[outs]
             if not ((not has_root or type(root) is int and 0 <= root < n)
                     and (_on_devices(inputs, devices) if in_place else
                          _on_devices(outputs, devices, root if root_out else -1)
                          and _on_devices(inputs, devices, root if root_in else -1)
                          and (shapes is None or shapes(n, inputs, outputs, root)))):
                 self._check(row, inputs, outputs, root)  # names what the one-pass tests refused
-            form(self._held_by, inputs, outputs, root, args[op_at] if op_at >= 0 else None,
-                 {p: args[k] for p, k in extra_at} if extra_at else _EMPTY)
+            form(self._held_by, inputs, outputs, root, op, extra)
             if kind == LIST:
                 return list(outputs)
             if kind == TUPLE:
                 return tuple(outputs)
             return outputs[root]
 
-        return signed(row, method)
+        return signed(row, _with_parameters(row, body, kind))
 
     def _args(self, row: Collective, values: tuple) -> Args:
         a = row.method.args(values, self._n, devices=self._devices)
