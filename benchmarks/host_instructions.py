@@ -19,7 +19,8 @@ Usage::
     python benchmarks/host_instructions.py --cases local.broadcast,comm.broadcast --calls 50
 
 Prints one line per case (instructions per call) and the ratios the targets name: each ``comm.*`` case
-against its ``torch.cuda.comm`` twin, and each ``local.*`` plain method against the ``comm.*`` call it makes.
+against its ``torch.cuda.comm`` twin, each ``local.*`` plain method against the ``comm.*`` call it makes, and
+the local broadcast, scatter and gather against ``torch.cuda.comm``'s twin as well.
 Needs ``valgrind`` on the PATH; takes about a minute per tree on a 2-core machine (importing torch under
 valgrind is most of it).
 """
@@ -62,6 +63,9 @@ PAIRS = {
     "comm.reduce": "raw.reduce",
     "comm.all_reduce": "raw.all_reduce",
 }
+
+# the Communicator's plain methods that torch.cuda.comm has a twin of (out= forms): a second ratio beside them
+TORCH_TWINS = {"local.broadcast": "tcc.broadcast", "local.scatter": "tcc.scatter", "local.gather": "tcc.gather"}
 
 
 def _stand_in(src, outs, *rest):
@@ -193,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     for n in names:
         base = PAIRS.get(n)
         ratio = f"  {counts[n] / counts[base]:.2f}x {base}" if base in counts else ""
+        twin = TORCH_TWINS.get(n)
+        if twin in counts:
+            ratio += f"  {counts[n] / counts[twin]:.2f}x {twin}"
         lines.append(f"{n:24s} {counts[n]:>10,.0f}{ratio}")
     print("\n".join(lines))
     if args.out:
