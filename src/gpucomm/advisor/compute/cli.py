@@ -2,7 +2,7 @@
 
 Usage::
 
-    gpucomm measure --out h200.json                        # the default grid, about 2 minutes on an H200
+    gpucomm measure --out h200.json                        # the default grid, about 7 minutes on an H200
     gpucomm measure --quick --out first-look.json          # a small grid, seconds
     gpucomm measure --model llama3-8b --out llama3-8b.json  # one model's shapes, every tp dividing its heads
     gpucomm measure --arch layers=24,hidden=2048,heads=16,ffn=5632 --seq 2048,4096 --out mine.json
@@ -10,7 +10,9 @@ Usage::
     gpucomm measure --device cpu --out cpu.json            # a CPU profile at toy shapes (labelled as such)
 
 The profile is what ``gpucomm advise`` prices compute from (``--compute-profile FILE``; the H200 profile
-shipped with gpucomm was measured by this command).  What is timed (each point with CUDA events, warm, the host running ahead as in ``gpucomm train``; medians):
+shipped with gpucomm was measured by this command).  What is timed (each point with CUDA events, warm, after
+its work ran back to back for 0.1-0.4 s so that the clock has settled at the power limit as in a training run,
+the host running ahead as in ``gpucomm train``; medians):
 one transformer layer's forward and backward as one GPU of a layout runs it — hidden in, QKV and attention over
 ``heads / tp``, MLP ``ffn / tp``, ``seq`` tokens per sequence after context parallel, micro-batch ``mb`` — for
 GPT-2-style (LayerNorm, biases, GeLU) and Llama-style (RMSNorm, rotary, SwiGLU, grouped-query attention) layers,
