@@ -15,9 +15,11 @@ cases.  The prediction comes through the advisor's CLI contract, one call per ca
 
     gpucomm advise --gpus 1 --hardware h200-nvswitch --arch layers=..,hidden=..,heads=..,kv_heads=..,ffn=..,
         ffn_kind=..,vocab=..,seq=..,tied=..,dropout=0 --layout tp=1,pp=1,cp=1,dp=1,shard=none,mb=..,ac=..
-        --global-batch MB --loss upcast|autocast --json
+        --global-batch MB --loss upcast|autocast --host profile|this --json
 
-(``step_time_s``, ``memory_allocated_bytes``, ``memory_reserved_bytes`` of its first row).  The shapes are
+(``step_time_s``, ``memory_allocated_bytes``, ``memory_reserved_bytes`` of its first row).  ``--host this``
+(this script's ``--host``) prices a host-paced step with this machine's host instead of the profile's: the
+advisor times the profile's host-paced points on this GPU (a second or so) and scales.  The shapes are
 chosen off the compute profile's grid (hidden sizes it does not measure, head dims 64/80/128, token counts that
 are not powers of two), since the advisor is checked on shapes it has not seen.
 
@@ -333,13 +335,13 @@ def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured
                     sm_mhz=clock[0], power_w=clock[1])
 
 
-def predict(c: Case, hardware: str) -> dict:
+def predict(c: Case, hardware: str, host: str = "profile") -> dict:
     """The advisor's first row for ``c``, through ``gpucomm advise ... --json`` (in this process)."""
     from gpucomm import cli
 
     argv = ["advise", "--gpus", "1", "--hardware", hardware, "--arch", c.arch(), "--layout",
             f"tp=1,pp=1,cp=1,dp=1,shard=none,mb={c.mb},ac={c.ac}", "--global-batch", str(c.mb), "--loss",
-            "upcast" if c.upcast else "autocast",
+            "upcast" if c.upcast else "autocast", "--host", host,
             "--json"]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -407,6 +409,9 @@ def main(argv: list[str] | None = None) -> int:
                          ".txt, or the .json sidecar --out writes beside it) and compare with its measurements")
     ap.add_argument("--hardware", default="h200-nvswitch", help="the --hardware the advisor predicts for")
     ap.add_argument("--only", nargs="+", help="case names to run")
+    ap.add_argument("--host", default="profile", choices=("profile", "this"),
+                    help="gpucomm advise --host: profile (default: the measuring machine's host) or this (this "
+                         "machine's, timed on its GPU: needs the profile's GPU here)")
     ap.add_argument("--out", help="also write the report to this file (and the measurements to its .json sidecar)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
@@ -447,11 +452,12 @@ def main(argv: list[str] | None = None) -> int:
     say(f"command: python benchmarks/advisor_single_gpu.py {' '.join(argv if argv is not None else sys.argv[1:])}")
     if args.repredict:
         say(f"date: {_dt.date.today().isoformat()}; measurements: {args.repredict} (not re-run); predicted now on "
-            f"{gpu} for --hardware {args.hardware}; 'then' is the prediction printed with the measurements")
+            f"{gpu} for --hardware {args.hardware} --host {args.host}; 'then' is the prediction printed with the "
+            f"measurements")
     else:
         say(f"date: {_dt.date.today().isoformat()}; device: {gpu}; torch {torch.__version__}"
             f"{', CUDA ' + str(torch.version.cuda) if cuda else ''}; host CPU {_cpu_model()}; predicted for "
-            f"--hardware {args.hardware}")
+            f"--hardware {args.hardware} --host {args.host}")
         clock = "the intervals between CUDA events at each step's end" if cuda else "the host clock per step (CPU)"
         say(f"loop: fp32 weights, {'bf16 autocast, ' if cuda else 'fp32 (CPU), '}SDPA, fused AdamW, {warmup} "
             f"warm-up + {timed} timed steps, median of {clock}")
@@ -466,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, t0, notes = [], time.perf_counter(), []
     for c in cases:
         m, before = earlier[c.name] if args.repredict else (run_case(c, device, warmup, timed), {})
-        p = predict(c, args.hardware)
+        p = predict(c, args.hardware, args.host)
         et, ea, er = (_err(p["step_time_s"], m.step_s), _err(p["memory_allocated_bytes"], m.allocated),
                       _err(p["memory_reserved_bytes"], m.reserved))
         rows.append((c, m, p, et, ea, er))

@@ -41,6 +41,7 @@ PLAN = ["advise", "--hardware", "a100-nvlink3", "--nodes", "8", "--gpus", "8", "
     (["advise", "--hardware", "h200-nvswitch", "--layers", "4"], "--d-model"),
     (["advise", "--hardware", "h200-nvswitch", "--model", "gpt-124m", "--arch", "layers=2,hidden=64,heads=4"],
      "--model and --arch"),
+    (["advise", "--hardware", "h200-nvswitch", "--model", "gpt-124m", "--host", "mine"], "--host 'mine'"),
 ])
 def test_usage_errors_exit_2_with_one_line(argv, match, capsys):
     assert main(argv) == 2
@@ -312,3 +313,12 @@ def test_scale_to_16384_gpus_and_absurd_workloads_are_answered(capsys):
     assert main(["advise", "--hardware", "h200-nvswitch", "--params", "1e15", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["answer"][0].startswith("answer: nothing fits")
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a machine with a GPU may have the profile's")
+def test_host_this_without_the_profiles_gpu_is_refused_in_one_line(capsys):
+    argv = ["advise", "--hardware", "h200-nvswitch", "--model", "gpt-124m", "--host", "this"]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.startswith("gpucomm advise: error: --host this:") and "\n" not in err and captured.out == "", err

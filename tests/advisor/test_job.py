@@ -17,7 +17,8 @@ def test_defaults_and_gpus():
     assert j.gpus == 16 and j.loss == "upcast" and j.kernels == "fused" and j.dtype == "bf16"
 
 
-@pytest.mark.parametrize("kw, word", [({"loss": "chunky"}, "--loss"), ({"kernels": "cuda"}, "--kernels")])
+@pytest.mark.parametrize("kw, word", [({"loss": "chunky"}, "--loss"), ({"kernels": "cuda"}, "--kernels"),
+                                      ({"host": "laptop"}, "--host 'laptop'")])
 def test_bad_software_keys(kw, word):
     with pytest.raises(ValueError, match=word):
         _job(**kw)

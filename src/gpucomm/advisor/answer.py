@@ -158,7 +158,7 @@ def make_job(cfg: Any, profile: HardwareProfile, arch: models.Architecture, gpus
                                             weights=cfg.weights, optimizer=cfg.optimizer),
                kernels=cfg.kernels, loss=cfg.loss, efficiency=None,
                colocated=calibrate.colocated(profile, gpus_per_node), software=cfg.software,
-               compute_profile=cfg.compute_profile)
+               compute_profile=cfg.compute_profile, host=getattr(cfg, "host", "profile"))
 
 
 def _not_applicable(profile: HardwareProfile, lo: layout.Layout) -> str:

@@ -44,6 +44,9 @@ measured compute profile prices: plain PyTorch; ``compiled`` needs a profile mea
 Compute: from a profile measured by ``gpucomm measure`` where there is one — ``--compute-profile FILE`` (checked
 against ``--hardware``: a profile of another GPU is a usage error), else the one shipped for the H200 or derived
 from it for the H100 SXM — and from the datasheet otherwise, said in the answer ("compute not measured").
+A step an eager host paces takes the host's time, and hosts differ (one step ran 102 and 173 ms on two H200
+machines): ``--host profile`` (default) prices the host that measured the profile, ``--host this`` times the
+profile's host-bound points on this machine's GPU (the same model; a second or so) and scales to this host.
 
 Hardware: ``--list-hardware`` prints every profile and network with its figures and their public sources.
 ``--calibrate DIR...`` fits a profile from ``gpucomm bench`` and ``gpucomm train`` records (collectives as
@@ -105,6 +108,7 @@ class AdviseConfig:
     kernels: str = "fused"
     software: str = "eager"
     compute_profile: str | None = None
+    host: str = "profile"
     strategies: tuple[str, ...] | None = None
     top: int = 10
     scale: bool = False
@@ -168,6 +172,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     help="eager (default: plain PyTorch), compiled or fused (Megatron/TE kernels, derived)")
     hw.add_argument("--compute-profile", metavar="FILE",
                     help="a compute profile measured by gpucomm measure on this GPU (default: the shipped one)")
+    hw.add_argument("--host", default="profile",
+                    help="whose host paces an eager step: profile (default: the machine that measured the compute "
+                         "profile) or this (time the profile's host-bound points on this machine's GPU and scale)")
     out = p.add_argument_group("output")
     out.add_argument("--strategies", help="named strategies to price, comma-separated: single, dp, replicated, "
                                           "ddp, zero1, zero2, zero3, fsdp")
@@ -193,7 +200,7 @@ def config_from_args(args: argparse.Namespace) -> AdviseConfig:
             raise ValueError(f"--strategies {args.strategies!r}: expected a comma list of {', '.join(STRATEGIES)}")
     keys = ("hardware", "network", "profile", "save_profile", "gpus", "nodes", "model", "arch", "layout", "params",
             "layers", "d_model", "global_batch", "seq_len", "dtype", "weights", "optimizer", "loss", "kernels", "software",
-            "compute_profile", "top",
+            "compute_profile", "host", "top",
             "scale", "max_gpus", "json", "out")
     cfg = AdviseConfig(calibrate=list(args.calibrate), strategies=strategies, **{k: getattr(args, k) for k in keys})
     if not (cfg.hardware or cfg.profile or cfg.calibrate):

@@ -23,6 +23,11 @@ Software keys, each with its default (the CLI states them in every answer):
   datasheet model is a fused-kernel model whatever this says.
 * ``compute_profile`` (``--compute-profile``): a compute profile file measured by ``gpucomm measure``; None: the
   one shipped or derived for the hardware, else the datasheet (:func:`gpucomm.advisor.compute.source_for`).
+* ``host`` (``--host``): whose host issues an eager step's kernels (a host-paced step's time is the host's,
+  :mod:`gpucomm.advisor.timing`, **Host**).  ``profile`` (default): the host of the machine that measured the
+  compute profile; ``this``: this machine's, read by timing the profile's own host-bound points on this
+  machine's GPU of the same model and scaling the profile's host time by the ratio
+  (:func:`gpucomm.advisor.compute.measure.host_ratios`).
 """
 
 from __future__ import annotations
@@ -33,11 +38,12 @@ from gpucomm.advisor.hardware import HardwareProfile
 from gpucomm.advisor.precision import Precision
 from gpucomm.models import Architecture
 
-__all__ = ["KERNELS", "LOSSES", "SOFTWARE", "Job"]
+__all__ = ["HOSTS", "KERNELS", "LOSSES", "SOFTWARE", "Job"]
 
 KERNELS = ("fused", "unfused")
 LOSSES = ("upcast", "autocast", "upcast-del", "fused")
 SOFTWARE = ("eager", "compiled", "fused")
+HOSTS = ("profile", "this")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,6 +66,7 @@ class Job:
     their memory adds up on it and their compute runs one after another."""
     software: str = "eager"
     compute_profile: str | None = None
+    host: str = "profile"
 
     def __post_init__(self) -> None:
         if self.kernels not in KERNELS:
@@ -69,6 +76,8 @@ class Job:
             raise ValueError(f"--loss {self.loss!r}: expected one of {'|'.join(LOSSES)}")
         if self.software not in SOFTWARE:
             raise ValueError(f"--software {self.software!r}: expected one of {'|'.join(SOFTWARE)}")
+        if self.host not in HOSTS:
+            raise ValueError(f"--host {self.host!r}: expected one of {'|'.join(HOSTS)}")
 
     @property
     def gpus(self) -> int:

@@ -2,6 +2,7 @@
 
 import time
 
+import pytest
 import torch
 
 from gpucomm.advisor.compute import measure, profile
@@ -15,6 +16,8 @@ from gpucomm.advisor.compute.shapes import (
     StepShape,
 )
 from gpucomm.testing import requires_gpus
+
+from ._profiles import synthetic
 
 
 def test_phases_are_medians_that_sum_to_the_median_iteration():
@@ -91,3 +94,44 @@ def test_an_interrupt_keeps_what_was_measured_and_a_broken_point_is_named(monkey
     assert p.device["interrupted"].startswith("after 5 of")
     assert p.device["skipped"] == [f"head {_grid().heads[0].key()}: RuntimeError: no kernel for this shape"]
     assert any("head point failed" in line for line in said)
+
+
+def test_host_ratios_time_the_profiles_host_paced_points_again_here():
+    """The ratio is this machine's time of the profile's op point over the profile's: a profile that recorded
+    the point 100 x slower than this machine runs it reads about 0.01; one 100 x faster about 100."""
+    la = LayerShape(family="gpt", hidden=64, heads=4, kv_heads=4, ffn=256, seq=16, mb=1, ac="op")
+    grid = Grid(layers=(LayerShape(**{**la.key(), "ac": "none"}), la),
+                attention=(AttentionShape(head_dim=16, heads=4, seq=16),),
+                embeddings=(EmbeddingShape(vocab=256, hidden=64, seq=16, mb=1),),
+                heads=(HeadShape(family="gpt", vocab=256, hidden=64, seq=16, mb=1),),
+                optimizers=(OptimizerShape(width=64, layers=1),), steps=())
+    p = measure.measure(grid, torch.device("cpu"), precision="fp32", grid_name="t", progress=lambda _: None)
+    src = profile.ProfileSource(p)
+    (row,) = [r for r in p.points["layer"] if r["ac"] == "op"]
+    src.host_points = lambda: {"gpt": row}  # the point, whatever the CPU's lookups call host-paced
+    for factor, check in ((100.0, lambda r: r < 0.1), (0.01, lambda r: r > 10)):
+        scaled = dict(row, fwd_s=row["fwd_s"] * factor, bwd_s=row["bwd_s"] * factor)
+        src.host_points = lambda scaled=scaled: {"gpt": scaled}
+        ratios, line = measure.host_ratios(src)
+        assert check(ratios["gpt"]) and line.startswith("host: this machine's") and "x" in line
+
+
+def test_host_ratios_refuse_without_the_profiles_gpu():
+    p = synthetic(gpu="NVIDIA H200-like test GPU")  # a GPU no machine has, with host-paced op points
+    for r in p.points["layer"]:
+        if r["ac"] == "op":
+            r["fwd_s"], r["bwd_s"] = 10 * r["fwd_s"], 10 * r["bwd_s"]
+    with pytest.raises(profile.ProfileError, match=r"^--host this: .*(leave --host out|or leave --host out)"):
+        measure.host_ratios(profile.ProfileSource(p))
+
+
+@requires_gpus(1)
+def test_host_ratios_on_the_shipped_profiles_gpu():
+    from gpucomm.advisor.compute import source
+
+    shipped = source.shipped("h200.json")
+    if shipped is None or torch.cuda.get_device_name(0) != shipped.gpu:
+        pytest.skip(f"needs the shipped profile's GPU ({shipped.gpu if shipped else 'none shipped'})")
+    ratios, line = measure.host_ratios(profile.ProfileSource(shipped))
+    assert set(ratios) == {"gpt", "llama"} and all(0.05 < r < 20 for r in ratios.values()), ratios
+    assert "ms in the profile" in line and "ms here" in line

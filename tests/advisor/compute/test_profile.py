@@ -285,3 +285,25 @@ def test_whole_steps_at_two_layer_counts_give_the_hosts_time_inside_a_step():
         r.points["step"].append({"layer": s.key(), "vocab": 50304, "layers": n, "loss": "upcast", "seconds": t,
                                  "peak_allocated_bytes": 2**30, "peak_reserved_bytes": 2**30})
     assert ProfileSource(r)._tables._step_host[("gpt", "op")] == pytest.approx(paced)
+
+
+def test_another_host_scales_the_hosts_time_of_each_family_and_says_so():
+    """``--host this``: the host's time of a layer is the profile's times this host's ratio, per family; the
+    device's work is untouched, and the ratio's line is among the assumptions."""
+    p = synthetic()
+    for r in p.points["layer"]:  # host-paced op points, 10 x their device time
+        if r["ac"] == "op":
+            r["fwd_s"], r["bwd_s"] = 10 * r["fwd_s"], 10 * r["bwd_s"]
+    src = ProfileSource(p)
+    job, lo = _job(_arch("gpt", 1024), batch=1), Layout(mb=1, ac="op")
+    base = src.parts(job, lo)
+    assert base.host_layer_s > 0
+    here = src.with_host({"gpt": 0.6}, "host: this one")
+    scaled = here.parts(job, lo)
+    assert scaled.host_layer_s == pytest.approx(0.6 * base.host_layer_s)
+    assert scaled.t_mb == pytest.approx(base.t_mb)
+    assert "host: this one" in here.assumptions(job)
+    # the points it re-times: per family, the op point at tp 1 with the least device work
+    pts = src.host_points()
+    assert set(pts) == {"gpt", "llama"}
+    assert all(r["ac"] == "op" and r["tp"] == 1 and r["hidden"] == 1024 and r["mb"] == 1 for r in pts.values())

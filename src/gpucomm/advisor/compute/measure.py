@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 from gpucomm.advisor.compute import modules
-from gpucomm.advisor.compute.profile import ComputeProfile
+from gpucomm.advisor.compute.profile import ComputeProfile, ProfileError, ProfileSource, layer_shape_of
 from gpucomm.advisor.compute.shapes import (
     SETTLE_S,
     AttentionShape,
@@ -53,7 +53,7 @@ from gpucomm.advisor.compute.shapes import (
     work,
 )
 
-__all__ = ["device_info", "measure", "time_phases"]
+__all__ = ["device_info", "host_ratios", "measure", "time_phases"]
 
 
 def _sync(device: torch.device) -> None:
@@ -359,3 +359,51 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
     return ComputeProfile(device=info, software=software, precision=precision, grid=grid_name, env=dict(env or {}),
                           points=points)
 
+
+
+def host_ratios(src: ProfileSource) -> tuple[dict[str, float], str]:
+    """This machine's host against the profile's: per family, the time of the profile's most host-paced ``op``
+    layer point (:meth:`ProfileSource.host_points`) timed again here, on a GPU of the profile's model, the way
+    the profile timed it, over the time the profile recorded — and the assumption line that says so.
+
+    Both times are the same module at the same shape on the same GPU model, paced by the host that issues its
+    kernels (the device fills well under half of it), so their ratio is the hosts' (``gpucomm advise --host
+    this``); where this host is fast enough that the device paces the point here, the ratio overstates this
+    host's time, never understates it.
+
+    Raises:
+        ProfileError: no device of the profile's model here (one line naming ``--host``, the fix).
+    """
+    prof = src.profile
+    points = src.host_points()
+    if not points:
+        return {}, "--host this: the profile has no host-paced points; the host's time is not part of its steps"
+    if prof.cpu:
+        device = torch.device("cpu")
+        here_name = "cpu"
+    else:
+        if not torch.cuda.is_available():
+            raise ProfileError(f"--host this: times the profile's host-paced points on this machine's {prof.gpu}, "
+                               f"and this machine has no CUDA device; leave --host out to price the profile's host")
+        device = torch.device("cuda", torch.cuda.current_device())
+        here_name = torch.cuda.get_device_name(device)
+        if here_name != prof.gpu:
+            raise ProfileError(f"--host this: the profile was measured on {prof.gpu} and this machine's GPU is "
+                               f"{here_name}; run it where the profile's GPU is, or leave --host out")
+    ctx = _Ctx(device, prof.precision, prof.software)
+    ratios, said = {}, []
+    for fam, row in sorted(points.items()):
+        s = layer_shape_of(row)
+        got = _layer(ctx, s, expected_s("layer", s, Rates()))
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        here, there = got["fwd_s"] + got["bwd_s"], row["fwd_s"] + row["bwd_s"]
+        ratios[fam] = here / there
+        said.append(f"{fam} {s.hidden}-wide {s.mb}x{s.seq} op layer {there * 1e3:.2f} ms in the profile, "
+                    f"{here * 1e3:.2f} ms here (x{here / there:.2f})")
+    from gpucomm.env import collect_env
+
+    cpu_here = collect_env(device.type).host.get("cpu_model", "?")
+    cpu_there = prof.env.get("host", {}).get("cpu_model", "not recorded")
+    return ratios, (f"host: this machine's ({cpu_here}; the profile's: {cpu_there}), its host time scaled by its "
+                    f"profile's host-paced points timed here on the {here_name}: " + "; ".join(said))

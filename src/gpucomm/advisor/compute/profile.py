@@ -99,7 +99,7 @@ from gpucomm.advisor.job import SOFTWARE
 from gpucomm.advisor.memory import activation_terms
 
 __all__ = ["KIND", "POINT_KINDS", "SCHEMA_VERSION", "SOFTWARE", "ComputeProfile", "ProfileError", "ProfileSource",
-           "expected_gpu", "load", "save"]
+           "expected_gpu", "layer_shape_of", "load", "save"]
 
 KIND = "gpucomm-compute-profile"
 SCHEMA_VERSION = 1
@@ -245,7 +245,8 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if v >= 10 else f"{v:g}"
 
 
-def _layer_shape(row: dict[str, Any]) -> LayerShape:
+def layer_shape_of(row: dict[str, Any]) -> LayerShape:
+    """The layer shape a profile row (a layer, kernels or step's ``layer`` dict) was measured at."""
     return LayerShape(**{k: row[k] for k in ("family", "hidden", "heads", "kv_heads", "ffn", "tp", "seq", "mb",
                                               "ac") if k in row})
 
@@ -268,12 +269,33 @@ class ProfileSource:
     measured = True
 
     def __init__(self, profile: ComputeProfile, *, scale: Scale | None = None, label: str = "",
-                 assumptions: list[str] | None = None) -> None:
+                 assumptions: list[str] | None = None, host_scale: dict[str, float] | None = None) -> None:
         self.profile = profile
         self.scale = scale or Scale()
         self.name = label or f"measured on {profile.gpu} ({profile.source or 'profile'})"
         self._assumptions = list(assumptions or [])
+        self.host_scale = dict(host_scale or {})
+        """Per family: this host's time over the profile's host's (``--host this``; absent: 1)."""
         self._tables = _Tables(profile)
+
+    def with_host(self, ratios: dict[str, float], line: str) -> ProfileSource:
+        """This source with the host's time of each family scaled by ``ratios`` (``--host this``), and ``line``
+        among its assumptions."""
+        return ProfileSource(self.profile, scale=self.scale, label=self.name,
+                             assumptions=[*self._assumptions, line], host_scale=ratios)
+
+    def host_points(self) -> dict[str, dict[str, Any]]:
+        """Per family with a host time: the profile's ``op`` layer point at tp 1 with the least device work (the
+        most host-paced), whose time on another machine's GPU of the same model says how that host compares."""
+        out: dict[str, dict[str, Any]] = {}
+        families = {fam for fam, ac in self._tables._host}
+        for r in self._tables.layers:
+            s = layer_shape_of(r)
+            if s.family in families and s.ac == "op" and s.tp == 1:
+                best = out.get(s.family)
+                if best is None or s.hidden * s.tokens < layer_shape_of(best).hidden * layer_shape_of(best).tokens:
+                    out[s.family] = r
+        return out
 
     # -- the interface -------------------------------------------------------------------------------------------
 
@@ -297,7 +319,8 @@ class ProfileSource:
         own = self._tables.residual(shape, notes) if software != "fused" else 0.0
         sc = self.scale
         t_layer = sc(lay.compute_s, lay.memory_s)
-        host = self._tables.host_s(shape, software, notes)  # the host's time: not scaled by a derived profile
+        host = self._tables.host_s(shape, software, notes) * self.host_scale.get(shape.family, 1.0)
+        # the host's time: not scaled by a derived profile's GPU, only by --host this
         t_head = sc(head_c, head_m)
         t_emb = sc(0.0, emb) + own  # the step's own work (host) is not scaled; it runs on the first stage
         t_mb = per_stage * t_layer + t_head + t_emb
@@ -424,7 +447,7 @@ class _Tables:
     def _rest(self) -> dict[str, list]:
         by: dict[str, list] = {}
         for r in self.layers:
-            s = _layer_shape(r)
+            s = layer_shape_of(r)
             if s.ac != "none":
                 continue
             af, ab = self._measured_attention(s)
@@ -443,7 +466,7 @@ class _Tables:
         Absent where no point is host-bound (``ac=none`` points, whose lookup is their own measured time)."""
         by: dict[tuple[str, str], list[float]] = {}
         for r in self.layers:
-            s = _layer_shape(r)
+            s = layer_shape_of(r)
             wall = r["fwd_s"] + r["bwd_s"]
             if self._host_bound(s, wall):
                 by.setdefault((s.family, s.ac), []).append(wall)
@@ -476,7 +499,7 @@ class _Tables:
         5.4 ms (gpt-1.3b op predicted 27% slow in advisor-single-gpu-r3_h200x1_2026-12-04.txt)."""
         groups: dict[tuple, list[tuple[int, float]]] = {}
         for r in self.steps:
-            s = _layer_shape(r["layer"])
+            s = layer_shape_of(r["layer"])
             key = (tuple(sorted(r["layer"].items())), r["vocab"], r.get("loss", "upcast"))
             groups.setdefault(key, []).append((r["layers"], r["seconds"]))
         by: dict[tuple[str, str], list[float]] = {}
@@ -484,7 +507,7 @@ class _Tables:
             (na, ta), (nb, tb) = min(pts), max(pts)
             if nb == na:
                 continue
-            s = _layer_shape(dict(layer))
+            s = layer_shape_of(dict(layer))
             marginal = (tb - ta) / (nb - na)
             if self._host_bound(s, marginal, share=1.0):
                 by.setdefault((s.family, s.ac), []).append(marginal)
@@ -495,7 +518,7 @@ class _Tables:
         """Matmuls replayed alone, per matmul FLOP: log(seconds / FLOP), and the forward's share."""
         by: dict[str, list] = {}
         for r in self.kernels:
-            s = _layer_shape({**r, "ac": "none"})
+            s = layer_shape_of({**r, "ac": "none"})
             total = r["gemm_fwd_s"] + r["gemm_bwd_s"]
             if total <= 0:
                 continue
@@ -509,11 +532,11 @@ class _Tables:
         rotary, casts, residual adds, launch gaps) per byte of the activations it stores (:func:`_ew_bytes`):
         log(seconds / byte), and the forward's share; from the ``ac=none`` layer points that have their
         matmuls measured alone (module docstring, **Lookup**)."""
-        mm = {_layer_shape({**r, "ac": "none"}): r["gemm_fwd_s"] + r["gemm_bwd_s"] for r in self.kernels}
-        mm_fwd = {_layer_shape({**r, "ac": "none"}): r["gemm_fwd_s"] for r in self.kernels}
+        mm = {layer_shape_of({**r, "ac": "none"}): r["gemm_fwd_s"] + r["gemm_bwd_s"] for r in self.kernels}
+        mm_fwd = {layer_shape_of({**r, "ac": "none"}): r["gemm_fwd_s"] for r in self.kernels}
         by: dict[str, list] = {}
         for r in self.layers:
-            s = _layer_shape(r)
+            s = layer_shape_of(r)
             if s.ac != "none" or s not in mm:
                 continue
             af, ab = self._measured_attention(s)
@@ -645,7 +668,7 @@ class _Tables:
         """Per family: (hidden, tokens) -> (own seconds beyond the parts, margin bytes per fp32 logit byte)."""
         by: dict[str, list] = {}
         for r in self.steps:
-            s = _layer_shape(r["layer"])
+            s = layer_shape_of(r["layer"])
             if s.ac == "op":  # the op steps measure the host (_step_host), not the margin
                 continue
             margin = max(0.0, r["peak_reserved_bytes"] - r["peak_allocated_bytes"]) / (4.0 * s.tokens * r["vocab"])

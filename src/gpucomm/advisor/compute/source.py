@@ -87,11 +87,30 @@ def _base(job: Job) -> str:
 def source_for(job: Job) -> ComputeSource:
     """The compute source of ``job`` (module docstring): the file ``job.compute_profile`` names, else the profile
     shipped or derived for ``job.profile``, else the datasheet model; ``kernels="unfused"`` is always the
-    datasheet's (Megatron-LM 2019's stack is not measured).
+    datasheet's (Megatron-LM 2019's stack is not measured).  With ``job.host == "this"`` a measured profile's
+    host time is scaled to this machine's host (:func:`_this_host`).
 
     Raises:
-        ProfileError: the file cannot be read, or was measured on another GPU than the hardware.
+        ProfileError: the file cannot be read, or was measured on another GPU than the hardware; ``--host this``
+            on a machine without the profile's GPU.
     """
+    src = _source(job)
+    if job.host == "this" and isinstance(src, ProfileSource):
+        return _this_host(src)
+    return src
+
+
+@functools.lru_cache(maxsize=8)
+def _this_host(src: ProfileSource) -> ProfileSource:
+    """``src`` with its host time scaled to this machine's (:func:`gpucomm.advisor.compute.measure.host_ratios`:
+    times the profile's host-bound points here, once per process; imports torch)."""
+    from gpucomm.advisor.compute import measure
+
+    ratios, line = measure.host_ratios(src)
+    return src.with_host(ratios, line)
+
+
+def _source(job: Job) -> ComputeSource:
     if job.kernels == "unfused":
         return _DATASHEET
     if job.compute_profile:
