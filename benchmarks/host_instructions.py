@@ -10,7 +10,10 @@ figure is instructions per call, loop included (the ``empty`` case is the loop a
 torch.cuda.comm's C++ loops (``torch._C._broadcast_out``, ``_scatter_out``, ``_gather_out``) do not exist in a
 CPU build, so on a machine without a GPU they are replaced, on every side, by one Python stand-in that
 returns its outputs: the GPU route is taken and its C++ costs the same everywhere, so the difference between
-two cases is the Python each side runs.  4 participants on ``cpu``, float32 tensors of 8 elements.
+two cases is the Python each side runs.  4 participants on ``cpu``, float32 tensors of 8 elements.  The
+``dist.*`` cases run :mod:`gpucomm.dist` in a gloo process group of one whose torch.distributed collectives are
+likewise one Python stand-in on every side (``td.*`` is the raw call), so the figure is gpucomm.dist's own Python;
+they take gloo's routes (``op="avg"`` is a sum and then a division on gloo, torch's AVG on NCCL).
 
 Usage::
 
@@ -45,7 +48,8 @@ CASES = ("empty", "tcc.broadcast", "tcc.scatter", "tcc.gather", "comm.broadcast"
          "comm.reduce", "comm.all_reduce", "comm.all_gather", "comm.reduce_scatter", "local.broadcast",
          "local.scatter", "local.gather", "local.reduce", "local.all_reduce", "local.all_gather",
          "local.reduce_scatter", "prepared.broadcast", "prepared.scatter", "prepared.gather", "prepared.reduce",
-         "prepared.all_reduce", "raw.reduce", "raw.all_reduce", "raw.gather")
+         "prepared.all_reduce", "raw.reduce", "raw.all_reduce", "raw.gather", "td.all_reduce", "dist.all_reduce",
+         "td.all_reduce_avg", "dist.all_reduce_avg", "td.reduce", "dist.reduce", "td.broadcast", "dist.broadcast")
 """Every case, in the order they run and print."""
 
 # case -> the case it is compared with (the ratio printed beside it)
@@ -62,6 +66,10 @@ PAIRS = {
     "local.reduce_scatter": "comm.reduce_scatter",
     "comm.reduce": "raw.reduce",
     "comm.all_reduce": "raw.all_reduce",
+    "dist.all_reduce": "td.all_reduce",
+    "dist.all_reduce_avg": "td.all_reduce_avg",
+    "dist.reduce": "td.reduce",
+    "dist.broadcast": "td.broadcast",
 }
 
 # the Communicator's plain methods that torch.cuda.comm has a twin of (out= forms): a second ratio beside them
@@ -71,6 +79,27 @@ TORCH_TWINS = {"local.broadcast": "tcc.broadcast", "local.scatter": "tcc.scatter
 def _stand_in(src, outs, *rest):
     """torch.cuda.comm's C++ loop, as far as the host is concerned here: it returns its outputs."""
     return outs
+
+
+def _td_stand_in(*args, **kwargs):
+    """A torch.distributed collective, as far as the host is concerned here: it returns (no work)."""
+    return None
+
+
+def _gloo_world_of_one():
+    """A gloo process group of one on 127.0.0.1 with its collectives replaced by :func:`_td_stand_in` on every
+    side (``gpucomm.dist`` calls them through the module, at call time): what differs is the Python around."""
+    import socket
+
+    import torch.distributed as td
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    td.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    for name in ("all_reduce", "reduce", "broadcast"):
+        setattr(td, name, _td_stand_in)
+    return td
 
 
 def raw_all_reduce(ts: list) -> None:
@@ -97,6 +126,10 @@ def cases() -> dict[str, Callable[[], object]]:
     ts = [torch.zeros(NUMEL) for _ in range(N)]
     small = [torch.zeros(NUMEL // N) for _ in range(N)]
     big = [torch.zeros(NUMEL) for _ in range(N)]
+    td = _gloo_world_of_one()
+    import gpucomm.dist as gd
+
+    d, SUM = torch.zeros(NUMEL), td.ReduceOp.SUM
     prepared = {op: comm.prepare(op, *args) for op, args in (
         ("broadcast", (ts, 0)), ("scatter", (small, big, 0)), ("gather", (big, small, 0)),
         ("reduce", (ts, 0, "sum")), ("all_reduce", (ts, "sum")))}
@@ -124,6 +157,15 @@ def cases() -> dict[str, Callable[[], object]]:
         "raw.reduce": lambda: torch.sum(torch.stack(ts), 0, dtype=torch.float32, out=ts[0]),
         "raw.all_reduce": lambda: raw_all_reduce(ts),
         "raw.gather": lambda: torch.cat(small, 0, out=big[0]),
+        # gpucomm.dist against the raw torch.distributed call it makes (gloo's routes: avg is a sum, then a division)
+        "td.all_reduce": lambda: td.all_reduce(d, SUM),
+        "dist.all_reduce": lambda: gd.all_reduce(d, "sum"),
+        "td.all_reduce_avg": lambda: (td.all_reduce(d, SUM), d.div_(1)),
+        "dist.all_reduce_avg": lambda: gd.all_reduce(d, "avg"),
+        "td.reduce": lambda: td.reduce(d, 0, SUM),
+        "dist.reduce": lambda: gd.reduce(d, 0, "sum"),
+        "td.broadcast": lambda: td.broadcast(d, 0),
+        "dist.broadcast": lambda: gd.broadcast(d, 0),
     }
 
 

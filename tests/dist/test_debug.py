@@ -35,3 +35,20 @@ def test_a_world_of_one_always_agrees(monkeypatch):
         t = torch.arange(4.0)
         gd.all_reduce(t)
         assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_maybe_on_is_false_only_when_the_check_is_surely_off(monkeypatch):
+    from gpucomm.dist import debug
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    assert not debug.maybe_on[0]() and not debug_check_enabled()
+    monkeypatch.setenv(ENV_VAR, "0")  # present: maybe on (the full check then reads it as off)
+    assert debug.maybe_on[0]() and not debug_check_enabled()
+    monkeypatch.delenv(ENV_VAR)
+    try:
+        for override in (True, False):
+            set_debug_check(override)
+            assert debug.maybe_on[0]() and debug_check_enabled() is override
+    finally:
+        set_debug_check(None)
+    assert not debug.maybe_on[0]()

@@ -165,6 +165,15 @@ def test_a_replaced_os_environ_is_still_read(monkeypatch):
     assert not debug_check_enabled()
 
 
+def test_collectives_see_a_replaced_os_environ(monkeypatch):
+    calls = []
+    monkeypatch.setattr(debug, "verify", lambda name, group, tensors: calls.append(name))
+    with gd.init("gloo"):
+        monkeypatch.setattr(os, "environ", {ENV_VAR: "1"})  # not the dict the fast pre-test reads
+        gd.all_reduce(torch.ones(2))
+    assert calls == ["all_reduce"]
+
+
 def test_collectives_see_the_env_var_set_after_import(monkeypatch):
     calls = []
     monkeypatch.setattr(debug, "verify", lambda name, group, tensors: calls.append((name, list(tensors))))
@@ -257,3 +266,13 @@ def test_the_communicators_fast_checks_fall_back_to_the_full_messages():
             comm.all_to_all([torch.zeros(())], [torch.zeros(())])
         with pytest.raises(ValueError, match=r"^outputs\[0\]: expected shape \[4\]"):
             comm.send_recv([torch.zeros(2, 2)], [a])
+
+
+def test_the_default_group_reader_agrees_with_torchs_group_world():
+    from gpucomm.dist import ops
+
+    readers = (ops._WORLD, ops._DefaultGroupReader())
+    assert all(r._default_pg is td.group.WORLD for r in readers)  # None before init
+    with gd.init("gloo"):
+        assert td.group.WORLD is not None and all(r._default_pg is td.group.WORLD for r in readers)
+    assert all(r._default_pg is td.group.WORLD for r in readers)

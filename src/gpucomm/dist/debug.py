@@ -19,6 +19,8 @@ Turn it on with ``GPUCOMM_DEBUG_CHECK=1`` in the environment, :func:`set_debug_c
 
 from __future__ import annotations
 
+import functools
+import operator
 import os
 from collections.abc import Mapping
 
@@ -42,6 +44,7 @@ def set_debug_check(enabled: bool | None) -> None:
     if enabled is not None and not isinstance(enabled, bool):
         raise TypeError(f"enabled: expected True, False or None, but got {type(enabled).__name__} {enabled!r}")
     _override[0] = enabled
+    maybe_on[0] = _env_set if enabled is None else _yes
 
 
 def debug_check_enabled() -> bool:
@@ -82,6 +85,19 @@ def _environ_dict() -> tuple[object, dict | None, object]:
 
 _ENVIRON, _ENV_DATA, _ENV_KEY = _environ_dict()
 _PARSED: dict[object, bool] = {}  # the variable's raw value -> on/off
+
+
+def _yes() -> bool:
+    return True
+
+
+# whether the variable is in os.environ's dict: one C call (a partial of dict.__contains__), no Python frame
+_env_set = _yes if _ENV_DATA is None else functools.partial(operator.contains, _ENV_DATA, _ENV_KEY)
+maybe_on: list = [_env_set]
+"""``maybe_on[0]()`` is False only when the check is surely off: no :func:`set_debug_check` override and no
+``GPUCOMM_DEBUG_CHECK`` in the environment, as long as ``os.environ`` is still the object it was at import
+(a caller tests that too).  The collectives ask it first, a C call of a few hundred host instructions, and
+only then :func:`debug_check_enabled` (a Python call, about four times as many)."""
 
 
 def _describe(t: torch.Tensor | None) -> str:

@@ -12,6 +12,8 @@ call torch directly.
 
 from __future__ import annotations
 
+import os
+
 import torch
 import torch.distributed as td
 
@@ -57,6 +59,8 @@ _RED_OP_TYPE = type(td.ReduceOp.SUM)  # torch.distributed.ReduceOp.RedOpType
 _OPS: dict[object, object] = {}  # op as the caller passed it -> torch op (or _AVG); parse_op once per key
 _is_tensor = torch.Tensor  # isinstance against a module global: one lookup, not two
 _debug_on = debug.debug_check_enabled  # one global lookup on the hot path, not a module attribute
+_maybe_debug = debug.maybe_on  # [0](): False when the check is surely off (a C call; see debug.maybe_on)
+_ENVIRON = debug._ENVIRON
 _NATIVE_AVG = td.ReduceOp.AVG
 _SUM = td.ReduceOp.SUM
 # dtypes op="avg" accepts; a set lookup on tensor.dtype is cheaper than is_floating_point()/is_complex()
@@ -80,13 +84,28 @@ def backend(group: td.ProcessGroup | None = None) -> str:
     return str(td.get_backend(group)).lower()
 
 
+class _DefaultGroupReader:
+    """``torch.distributed.group.WORLD`` for a torch whose default-group record this module cannot read directly."""
+
+    @property
+    def _default_pg(self):
+        return td.group.WORLD
+
+
+# the default group, as torch.distributed keeps it: ``group.WORLD`` is two Python property calls (about 1,400
+# host instructions under callgrind), the attribute behind them one read; another torch gets the property
+_WORLD = getattr(td.distributed_c10d, "_world", None)
+if not hasattr(_WORLD, "_default_pg"):
+    _WORLD = _DefaultGroupReader()
+
+
 def _group_info(group) -> tuple[str, int, int]:
     """``(backend(group), get_world_size(group), get_rank(group))``, asked of torch once per group object.
 
     A group's backend and size never change, and the key is the group object itself (the default
     group's object for None), so a new group after a shutdown is a new key.
     """
-    key = td.group.WORLD if group is None else group
+    key = _WORLD._default_pg if group is None else group
     info = _GROUPS.get(key) if key is not None else None
     if info is None:
         # backend() first: it raises torch's error when there is no group or this rank is not in it
@@ -147,10 +166,10 @@ def _avg_op(tensor: torch.Tensor, group) -> tuple[object, int]:
     if tensor.dtype not in _AVG_DTYPES and not (tensor.is_floating_point() or tensor.is_complex()):
         raise fail_value("op", "a floating-point tensor for op='avg'", f"dtype {tensor.dtype}",
                          "use op='sum' and divide yourself, or cast to a float dtype")
-    backend_name, n, _ = _group_info(group)
-    if backend_name == "nccl":
+    info = _GROUPS.get(_WORLD._default_pg if group is None else group) or _group_info(group)  # inline cache
+    if info[0] == "nccl":
         return _NATIVE_AVG, 0
-    return _SUM, n
+    return _SUM, info[1]
 
 
 def _divided(work, tensor: torch.Tensor | None, divisor: int, async_op: bool):
@@ -166,7 +185,7 @@ def all_reduce(tensor: torch.Tensor, op: str | ReduceOp = "sum", group=None, asy
     """Reduce ``tensor`` across the group in place; every rank gets the result (torch.distributed.all_reduce)."""
     if not isinstance(tensor, _is_tensor) and tensor is not None:
         check_tensor(tensor, "tensor")
-    if _debug_on():
+    if (_maybe_debug[0]() or os.environ is not _ENVIRON) and _debug_on():
         debug.verify("all_reduce", group, {"tensor": tensor})
     try:
         top = _OPS[op]
@@ -187,7 +206,7 @@ def reduce(tensor: torch.Tensor, dst: int, op: str | ReduceOp = "sum", group=Non
     """
     if not isinstance(tensor, _is_tensor) and tensor is not None:
         check_tensor(tensor, "tensor")
-    if _debug_on():
+    if (_maybe_debug[0]() or os.environ is not _ENVIRON) and _debug_on():
         debug.verify("reduce", group, {"tensor": tensor})
     try:
         top = _OPS[op]
@@ -197,7 +216,7 @@ def reduce(tensor: torch.Tensor, dst: int, op: str | ReduceOp = "sum", group=Non
     if top is _AVG:
         top, divisor = _avg_op(tensor, group)
     # _group_info's cache, read inline (a Python call is a fifth of this function's budget)
-    info = _GROUPS.get(td.group.WORLD if group is None else group) or _group_info(group)
+    info = _GROUPS.get(_WORLD._default_pg if group is None else group) or _group_info(group)
     if info[0] == "nccl":  # NCCL leaves non-destination buffers alone: no copy, as raw (avg is native)
         return td.reduce(tensor, dst, top, group, async_op)
     is_dst = (info if group is None else _group_info(None))[2] == dst  # global rank, as torch's dst
@@ -209,7 +228,7 @@ def broadcast(tensor: torch.Tensor, src: int, group=None, async_op: bool = False
     """Copy global rank ``src``'s tensor into every rank's ``tensor`` (torch.distributed.broadcast)."""
     if not isinstance(tensor, _is_tensor) and tensor is not None:
         check_tensor(tensor, "tensor")
-    if _debug_on():
+    if (_maybe_debug[0]() or os.environ is not _ENVIRON) and _debug_on():
         debug.verify("broadcast", group, {"tensor": tensor})
     return td.broadcast(tensor, src, group, async_op)
 
@@ -221,7 +240,7 @@ def all_gather_into_tensor(output_tensor: torch.Tensor, input_tensor: torch.Tens
         check_tensor(output_tensor, "output_tensor")
     if not isinstance(input_tensor, _is_tensor) and input_tensor is not None:
         check_tensor(input_tensor, "input_tensor")
-    if _debug_on():
+    if (_maybe_debug[0]() or os.environ is not _ENVIRON) and _debug_on():
         debug.verify("all_gather_into_tensor", group, {"output_tensor": output_tensor, "input_tensor": input_tensor})
     return _all_gather_tensor(output_tensor, input_tensor, group, async_op)
 
@@ -233,7 +252,7 @@ def reduce_scatter_tensor(output: torch.Tensor, input: torch.Tensor, op: str | R
         check_tensor(output, "output")
     if not isinstance(input, _is_tensor) and input is not None:
         check_tensor(input, "input")
-    if _debug_on():
+    if (_maybe_debug[0]() or os.environ is not _ENVIRON) and _debug_on():
         debug.verify("reduce_scatter_tensor", group, {"output": output, "input": input})
     try:
         top = _OPS[op]
@@ -251,7 +270,7 @@ def scatter(tensor: torch.Tensor, scatter_list: list[torch.Tensor] | None = None
     """Rank i's ``tensor`` gets ``scatter_list[i]`` of global rank ``src`` (torch.distributed.scatter)."""
     if not isinstance(tensor, _is_tensor) and tensor is not None:
         check_tensor(tensor, "tensor")
-    if _debug_on():
+    if (_maybe_debug[0]() or os.environ is not _ENVIRON) and _debug_on():
         debug.verify("scatter", group, {"tensor": tensor})
     return td.scatter(tensor, scatter_list, src, group, async_op)
 
@@ -261,7 +280,7 @@ def gather(tensor: torch.Tensor, gather_list: list[torch.Tensor] | None = None, 
     """Global rank ``dst``'s ``gather_list[i]`` gets rank i's ``tensor`` (torch.distributed.gather)."""
     if not isinstance(tensor, _is_tensor) and tensor is not None:
         check_tensor(tensor, "tensor")
-    if _debug_on():
+    if (_maybe_debug[0]() or os.environ is not _ENVIRON) and _debug_on():
         debug.verify("gather", group, {"tensor": tensor})
     return td.gather(tensor, gather_list, dst, group, async_op)
 
@@ -274,9 +293,9 @@ def all_to_all_single(output: torch.Tensor, input: torch.Tensor, output_split_si
             check_tensor(output, "output")
         if not isinstance(input, _is_tensor) and input is not None:
             check_tensor(input, "input")
-        if _debug_on():
+        if (_maybe_debug[0]() or os.environ is not _ENVIRON) and _debug_on():
             debug.verify("all_to_all_single", group, {"output": output, "input": input})
-    elif _debug_on():  # uneven splits: shapes may differ by rank, so nothing to compare
+    elif (_maybe_debug[0]() or os.environ is not _ENVIRON) and _debug_on():  # uneven splits: shapes may differ by rank, so nothing to compare
         debug.verify("all_to_all_single", group, {})
     return td.all_to_all_single(output, input, output_split_sizes, input_split_sizes, group, async_op)
 
@@ -316,7 +335,7 @@ def send_recv(output: torch.Tensor, input: torch.Tensor, group=None, async_op: b
         check_tensor(output, "output")
     if not isinstance(input, _is_tensor) and input is not None:
         check_tensor(input, "input")
-    if _debug_on():
+    if (_maybe_debug[0]() or os.environ is not _ENVIRON) and _debug_on():
         debug.verify("send_recv", group, {"output": output, "input": input})
     _, n, me = _group_info(group)  # cached: size and group rank never change
     if n == 1:
