@@ -10,8 +10,15 @@ among them, and the shapes the collective's row implies between outputs and inpu
 gpucomm.comm's form of the row (``gpucomm.comm._kernels.local_form``, registered by the kernel module that
 implements it), which makes every check of the gpucomm.comm function the row calls and chooses the route
 (NCCL, torch's C++ loops, the copy path).  Each method's body is built once, when the class is created, as a
-closure over the row's facts; what depends on the devices (their indices, whether they repeat) is decided
-once per communicator.  :meth:`~gpucomm.communicator.base.Communicator.prepare` binds the row's own
+closure over the row's facts, behind a method with the row's own parameters (Python binds a call's arguments in
+C); what depends on the devices (their indices, whether they repeat) is decided once per communicator.
+
+Plain broadcast and scatter first try their **held route** (``gpucomm.comm._kernels.held_route``, made once per
+communicator): torch's C++ loop, taken when the call views the storages of a call checked before — the
+participants' devices and the storages' being distinct are facts of the storage objects, which the route
+remembers weakly — so that such a call costs one read per tensor beyond torch's own, about what
+``torch.cuda.comm``'s call costs (``benchmarks/host_instructions.py``).  Anything else falls through to the
+checks above, unchanged: the route takes only calls they accept.  :meth:`~gpucomm.communicator.base.Communicator.prepare` binds the row's own
 gpucomm.comm call (``row.calls.gpucomm_comm``) through comm's prepared form of the function
 (``gpucomm.comm._kernels.bind``), the engine of :func:`gpucomm.comm.prepare`.
 
