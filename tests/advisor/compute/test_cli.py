@@ -16,6 +16,38 @@ def test_measure_writes_a_cpu_profile_the_loader_reads(tmp_path, capsys):
     assert f"wrote {out}: cpu (CPU profile), eager, fp32" in said
 
 
+def test_merge_measures_only_the_points_a_profile_lacks_and_adds_them(tmp_path, capsys):
+    full = tmp_path / "cpu.json"
+    assert cli.main(["measure", "--device", "cpu", "--out", str(full)]) == 0
+    p = profile.load(full)
+    steps = p.points["step"]
+    p.points["step"] = []  # a profile measured before the grid had whole steps
+    old = tmp_path / "old.json"
+    profile.save(p, old)
+    merged = tmp_path / "merged.json"
+    capsys.readouterr()
+    assert cli.main(["measure", "--device", "cpu", "--merge", str(old), "--out", str(merged)]) == 0
+    q = profile.load(merged)
+    assert len(q.points["step"]) == len(steps) and q.points["layer"] == p.points["layer"]  # the rest untouched
+    assert q.device["merges"][-1]["points"] == {"step": len(steps)} and q.env == p.env
+    assert f"{len(steps)} points added to {old}'s" in capsys.readouterr().out
+    # nothing lacking: nothing measured, the profile written as it was
+    assert cli.main(["measure", "--device", "cpu", "--merge", str(merged), "--out", str(tmp_path / "again.json")]) == 0
+    assert profile.load(tmp_path / "again.json").points == q.points
+
+
+def test_merge_refuses_a_profile_measured_another_way(tmp_path, capsys):
+    path = tmp_path / "cpu.json"
+    assert cli.main(["measure", "--device", "cpu", "--out", str(path)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "m.json"
+    assert cli.main(["measure", "--device", "cpu", "--precision", "bf16", "--merge", str(path), "--out",
+                     str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--merge" in err and "precision is fp32, this run's bf16" in err and "\n" not in err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("argv, words", [
     (["--software", "fused"], "--software 'fused': fused is derived from an eager profile"),
     (["--software", "jit"], "--software 'jit': use eager or compiled"),

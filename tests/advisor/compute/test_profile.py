@@ -307,3 +307,30 @@ def test_another_host_scales_the_hosts_time_of_each_family_and_says_so():
     pts = src.host_points()
     assert set(pts) == {"gpt", "llama"}
     assert all(r["ac"] == "op" and r["tp"] == 1 and r["hidden"] == 1024 and r["mb"] == 1 for r in pts.values())
+
+
+def test_the_allocator_margin_grows_with_the_layers_as_measured_and_as_a_power_law_beyond():
+    """Whole steps of one shape at 2, 8 and 24 layers: the margin at L layers is the 2-layer lookup times the
+    measured growth; between 8 and 24 log-linear in layers; beyond 24 the 8-24 power law continued (and said)."""
+    p = synthetic()
+    two = next(r for r in p.points["step"] if r["layer"] == layer_shape("gpt", 1024, 4096).key())
+    m2 = MARGIN * 4.0 * 4096 * 50304
+    for ac in ("none", "full"):
+        base = {**two, "layer": {**two["layer"], "ac": ac}}
+        if ac == "full":
+            p.points["step"].append(base)
+        for n, f in ((8, 1.5), (24, 2.0)):
+            p.points["step"].append({**base, "layers": n, "peak_reserved_bytes": base["peak_allocated_bytes"] + f * m2})
+    src = ProfileSource(p)
+
+    def lookup(layers, ac):
+        return src.margin_bytes(_job(_arch("gpt", 1024, layers=layers), seq=1024, batch=4), Layout(mb=4, ac=ac))
+
+    assert lookup(2, "full").value == pytest.approx(m2)
+    assert lookup(8, "full").value == pytest.approx(1.5 * m2) and lookup(8, "full").extrapolated == ()
+    slope = math.log(2.0 / 1.5) / math.log(3.0)
+    assert lookup(12, "full").value == pytest.approx(1.5 * m2 * (12 / 8) ** slope)
+    beyond = lookup(48, "full")
+    assert beyond.value == pytest.approx(2.0 * m2 * 2 ** slope)
+    assert any("layers 48 outside the measured 2-24" in line for line in beyond.extrapolated)
+    assert lookup(8, "op").value == pytest.approx(1.5 * m2)  # other modes grow as none does (here the same)

@@ -8,6 +8,7 @@ Usage::
     gpucomm measure --arch layers=24,hidden=2048,heads=16,ffn=5632 --seq 2048,4096 --out mine.json
     gpucomm measure --estimate                             # the grid's expected wall time on an H200, then exit
     gpucomm measure --device cpu --out cpu.json            # a CPU profile at toy shapes (labelled as such)
+    gpucomm measure --merge h200.json --out h200.json      # only the grid's points h200.json lacks, added to it
 
 The profile is what ``gpucomm advise`` prices compute from (``--compute-profile FILE``; the H200 profile
 shipped with gpucomm was measured by this command).  What is timed (each point with CUDA events, warm, after
@@ -24,6 +25,10 @@ training steps with their peak allocated and reserved memory (the caching alloca
 under ``torch.compile``).  ``fused`` (Megatron-Core / Transformer Engine kernels) is not measured: ``gpucomm
 advise --software fused`` derives it from an eager profile.  ``--precision``: ``bf16`` (autocast over fp32
 weights; the default on CUDA) or ``fp32`` (the default on CPU).
+
+``--merge FILE`` completes an existing profile: it measures only the grid's points FILE lacks (a grid that grew
+since FILE was measured), on a GPU of FILE's model with FILE's software and precision, and writes FILE's points
+plus the new ones, the run named under the device block's ``merges``.
 
 Interrupted (Ctrl-C, SIGTERM), it stops between points and saves what it measured, marked as interrupted.
 Exit status: 0 ok; 2 usage error (one line naming the flag: an unknown model, a bad ``--arch``, no CUDA device
@@ -56,6 +61,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--device", default=None, help="cuda, cuda:N or cpu (default: cuda when there is one)")
     p.add_argument("--software", default="eager", help="eager (default) or compiled")
     p.add_argument("--precision", default=None, help="bf16 (autocast over fp32 weights; default on CUDA) or fp32")
+    p.add_argument("--merge", metavar="FILE",
+                   help="measure only the grid's points FILE (a profile of this GPU) lacks and add them to it")
     p.add_argument("--estimate", action="store_true",
                    help="print the grid's expected wall time on an H200 and exit (measures nothing)")
     return p
@@ -112,6 +119,31 @@ def _out_problem(out: str) -> str:
                 return f"--out {out!r}: the directory {str(parent)!r} is not writable; give another path"
             return ""
     return ""
+
+
+def _present(base, grid) -> frozenset[tuple[str, str]]:
+    """The grid's points ``base`` already holds (each row is its shape's keys plus what was measured)."""
+    from gpucomm.advisor.compute import measure, shapes
+
+    out = set()
+    for kind, shape in shapes.work(grid):
+        key = shape.key()
+        if any(all(row.get(k) == v for k, v in key.items()) for row in base.points.get(kind, [])):
+            out.add(measure.point_key(kind, key))
+    return frozenset(out)
+
+
+def _merged(base, new, host: dict[str, Any]):
+    """``base`` with ``new``'s points added, and the run that measured them under ``device["merges"]``."""
+    from dataclasses import replace
+
+    points = {k: [*base.points.get(k, []), *new.points.get(k, [])] for k in {*base.points, *new.points}}
+    run = {"created": new.env.get("created"), "points": {k: len(v) for k, v in new.points.items() if v},
+           "cpu_model": host.get("cpu_model"), "measure_s": new.device.get("measure_s"),
+           "sm_clock_sustained_mhz": new.device.get("sm_clock_sustained_mhz"),
+           **({"skipped": new.device["skipped"]} if new.device.get("skipped") else {})}
+    device = {**base.device, "merges": [*base.device.get("merges", []), run]}
+    return replace(base, points=points, device=device, source="")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -172,6 +204,20 @@ def run(args: argparse.Namespace) -> int:
     from gpucomm.advisor.compute import measure, profile
     from gpucomm.env import collect_env
 
+    base, have = None, frozenset()
+    if args.merge:
+        try:
+            base = profile.load(args.merge, arg="--merge")
+        except profile.ProfileError as exc:
+            return _usage(str(exc))
+        here = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+        for what, theirs, ours in (("GPU", base.gpu, here), ("software", base.software, args.software),
+                                   ("precision", base.precision, precision)):
+            if theirs != ours:
+                return _usage(f"--merge {args.merge}: its {what} is {theirs}, this run's {ours}; merge into a "
+                              f"profile measured the same way, or measure a new one with --out")
+        have = _present(base, grid)
+
     env = collect_env(device.type, extra={"grid": grid_name, "software": args.software, "precision": precision})
     import signal
     from dataclasses import asdict
@@ -182,13 +228,17 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
         prof = measure.measure(grid, device, software=args.software, precision=precision, grid_name=grid_name,
-                               env=asdict(env))
+                               env=asdict(env), have=have)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if base is not None:
+        prof = _merged(base, prof, env.host)
     Path(args.out).absolute().parent.mkdir(parents=True, exist_ok=True)
     profile.save(prof, args.out)
     counts = ", ".join(f"{len(v)} {k}" for k, v in prof.points.items() if v)
+    added = (f"; {sum(prof.device['merges'][-1]['points'].values())} points added to {args.merge}'s"
+             if base is not None else "")
     print(f"gpucomm measure: wrote {args.out}: {prof.gpu} ({'CPU profile' if prof.cpu else 'GPU profile'}), "
-          f"{args.software}, {precision}; {counts}; {prof.device.get('measure_s', 0):.0f} s")
+          f"{args.software}, {precision}; {counts}; {prof.device.get('measure_s', 0):.0f} s{added}")
     print(f"  use it: gpucomm advise --hardware <the profile of this GPU> --compute-profile {args.out} ...")
     return 0

@@ -27,6 +27,7 @@ a 1 GiB device-to-device copy's rate (read + write bytes: the bandwidth memory-b
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 import time
@@ -53,7 +54,7 @@ from gpucomm.advisor.compute.shapes import (
     work,
 )
 
-__all__ = ["device_info", "host_ratios", "measure", "time_phases"]
+__all__ = ["device_info", "host_ratios", "measure", "point_key", "time_phases"]
 
 
 def _sync(device: torch.device) -> None:
@@ -312,17 +313,24 @@ def device_info(device: torch.device) -> dict[str, Any]:
     return info
 
 
+def point_key(kind: str, key: dict[str, Any]) -> tuple[str, str]:
+    """One point's identity in a profile: its kind and its shape (``--merge`` adds only points a profile lacks)."""
+    return kind, json.dumps(key, sort_keys=True)
+
+
 def measure(grid: Grid, device: torch.device, *, software: str = "eager", precision: str = "bf16",
             grid_name: str = "", env: dict[str, Any] | None = None,
-            progress: Callable[[str], None] | None = None) -> ComputeProfile:
-    """Time every point of ``grid`` on ``device`` and return the profile (module docstring)."""
+            progress: Callable[[str], None] | None = None,
+            have: frozenset[tuple[str, str]] = frozenset()) -> ComputeProfile:
+    """Time every point of ``grid`` on ``device`` (but those whose :func:`point_key` is in ``have``) and return
+    the profile (module docstring)."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     ctx = _Ctx(device, precision, software)
     info = device_info(device)
+    todo = [(kind, shape) for kind, shape in work(grid) if point_key(kind, shape.key()) not in have]
     say(f"measure: {info['name']}" + (f", {info.get('power_limit_w', 0):g} W, SM {info.get('sm_clock_sustained_mhz')}"
                                        f" MHz under load, copy {info['copy_gbps']:,.0f} GB/s"
-                                       if device.type == "cuda" else "") + f"; {grid.count()} points")
-    todo = work(grid)
+                                       if device.type == "cuda" else "") + f"; {len(todo)} points")
     points: dict[str, list[dict[str, Any]]] = {k: [] for k in _MEASURE}
     skipped: list[str] = []
     t0 = time.perf_counter()

@@ -35,8 +35,12 @@ the memory-bound embedding and optimizer) that make it nearly constant, and inte
 (:mod:`gpucomm.advisor.compute.interpolate`); outside the grid the answer is *extrapolated* and says so
 (``ComputeParts.extrapolated``).  The step's own work is what whole measured steps take beyond the sum of their
 parts (autograd start-up, ``zero_grad``, launch gaps between modules); the allocator's margin is the measured
-``peak_reserved - peak_allocated`` of those steps per byte of fp32 logits (the loss's transient blocks are the
-largest the allocator caches), interpolated over hidden and tokens.
+``peak_reserved - peak_allocated`` of the two-layer steps per byte of fp32 logits (the loss's transient blocks
+are the largest the allocator caches), interpolated over hidden and tokens, times how it grows with the layers a
+GPU holds where the profile has steps of one shape at more layer counts (the margin grows with layers, by
+18-123 MiB a layer on the H200 and not in proportion to any one tensor,
+benchmarks/results/margin-layers_h200x1_2026-12-04.txt): log(margin / 2-layer margin) per (family, ``none`` or
+``full``), interpolated in log layers and continued as a power law beyond the most layers measured.
 
 **Checkpointing** (``ac``): ``torch.utils.checkpoint`` reruns forward work in the backward, at the rates the
 layer ran it forward — priced from the ``ac=none`` lookups, not from the checkpointed points' extra time per FLOP
@@ -340,8 +344,8 @@ class ProfileSource:
         """The caching allocator's reserved bytes beyond allocated at the step's peak (module docstring)."""
         arch = job.arch
         shape = LayerShape(family=family_of(arch), hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
-                           ffn=arch.ffn_hidden, tp=layout.tp, seq=job.seq // layout.cp, mb=layout.mb)
-        return self._tables.margin(shape, max(1, arch.vocab // layout.tp))
+                           ffn=arch.ffn_hidden, tp=layout.tp, seq=job.seq // layout.cp, mb=layout.mb, ac=layout.ac)
+        return self._tables.margin(shape, max(1, arch.vocab // layout.tp), math.ceil(arch.layers / layout.pp))
 
     def assumptions(self, job) -> list[str]:
         p = self.profile
@@ -669,8 +673,8 @@ class _Tables:
         by: dict[str, list] = {}
         for r in self.steps:
             s = layer_shape_of(r["layer"])
-            if s.ac == "op":  # the op steps measure the host (_step_host), not the margin
-                continue
+            if s.ac == "op" or r["layers"] != 2:  # op steps measure the host (_step_host); more layers, the margin's
+                continue                         # growth (_margin_growth)
             margin = max(0.0, r["peak_reserved_bytes"] - r["peak_allocated_bytes"]) / (4.0 * s.tokens * r["vocab"])
             own = None
             if s.ac == "none" and s.tp == 1 and r.get("loss", "upcast") == "upcast":
@@ -705,11 +709,42 @@ class _Tables:
         notes.extend(n)
         return max(0.0, v)  # a time: a step cannot take less than its parts (extrapolation can say so)
 
-    def margin(self, shape: LayerShape, vocab: int) -> Lookup | None:
+    @functools.cached_property
+    def _margin_growth(self) -> dict[tuple[str, str], list]:
+        """Per (family, ``none`` or ``full``): how the allocator's margin grows with the layers a GPU holds —
+        ((hidden, tokens, layers), log(margin at those layers / margin of the 2-layer step of the same shape)),
+        from whole steps of one shape at several layer counts (:data:`~gpucomm.advisor.compute.shapes.
+        MARGIN_STEP_LAYERS`)."""
+        groups: dict[tuple, dict[int, float]] = {}
+        for r in self.steps:
+            s = layer_shape_of(r["layer"])
+            if s.ac not in ("none", "full") or s.tp != 1:
+                continue
+            key = (s.family, s.ac, s.hidden, s.tokens, r["vocab"], r.get("loss", "upcast"))
+            groups.setdefault(key, {})[r["layers"]] = max(1.0, r["peak_reserved_bytes"] - r["peak_allocated_bytes"])
+        by: dict[tuple[str, str], list] = {}
+        for (fam, ac, hidden, tokens, _, _), margins in groups.items():
+            if 2 not in margins or len(margins) < 2:
+                continue
+            by.setdefault((fam, ac), []).extend(((hidden, tokens, n), math.log(m / margins[2]))
+                                                for n, m in margins.items())
+        return by
+
+    def margin(self, shape: LayerShape, vocab: int, layers: int = 2) -> Lookup | None:
+        """The allocator's margin of a step holding ``layers`` layers of ``shape``: the 2-layer steps' margin per
+        byte of fp32 logits, times its measured growth to ``layers`` where the profile has it (``full``
+        checkpointing grows as ``full`` does; every other mode as ``none``), interpolated in log layers and
+        continued as a power law beyond the most layers measured (module docstring, **Lookup**)."""
         pts = [(c, m) for c, _, m in self._steps.get(shape.family, [])]
         if not pts:
             return None
         v, n = nested(pts, [_ax("hidden", "hold"), _ax("tokens", "hold")], (shape.hidden, shape.tokens),
                       f"{shape.family} allocator margin", _fmt)
-        return Lookup(value=max(0.0, v) * 4.0 * shape.tokens * vocab, extrapolated=n)
+        base = max(0.0, v) * 4.0 * shape.tokens * vocab
+        growth = self._margin_growth.get((shape.family, "full" if shape.ac == "full" else "none"))
+        if not growth or layers <= 2:
+            return Lookup(value=base, extrapolated=n)
+        g, gn = nested(growth, [_ax("hidden", "hold"), _ax("tokens", "hold"), _ax("layers", "hold", "extend")],
+                       (shape.hidden, shape.tokens, layers), f"{shape.family} allocator margin's growth", _fmt)
+        return Lookup(value=base * math.exp(g), extrapolated=(*n, *gn))
 
