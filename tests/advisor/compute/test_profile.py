@@ -309,28 +309,23 @@ def test_another_host_scales_the_hosts_time_of_each_family_and_says_so():
     assert all(r["ac"] == "op" and r["tp"] == 1 and r["hidden"] == 1024 and r["mb"] == 1 for r in pts.values())
 
 
-def test_the_allocator_margin_grows_with_the_layers_as_measured_and_as_a_power_law_beyond():
-    """Whole steps of one shape at 2, 8 and 24 layers: the margin at L layers is the 2-layer lookup times the
-    measured growth; between 8 and 24 log-linear in layers; beyond 24 the 8-24 power law continued (and said)."""
+
+def test_a_layer_inside_whole_steps_runs_at_its_marginal_time_and_is_not_the_hosts():
+    """Whole ``none`` steps of one shape at 2 and 24 layers whose marginal layer time is 1.05 x the device work
+    the lookups price: every layer of that family is priced 1.05 x (the step's own work computed the same way),
+    and a marginal under 1/0.8 of the device's work is not taken for the host's time."""
     p = synthetic()
-    two = next(r for r in p.points["step"] if r["layer"] == layer_shape("gpt", 1024, 4096).key())
-    m2 = MARGIN * 4.0 * 4096 * 50304
-    for ac in ("none", "full"):
-        base = {**two, "layer": {**two["layer"], "ac": ac}}
-        if ac == "full":
-            p.points["step"].append(base)
-        for n, f in ((8, 1.5), (24, 2.0)):
-            p.points["step"].append({**base, "layers": n, "peak_reserved_bytes": base["peak_allocated_bytes"] + f * m2})
+    s = layer_shape("gpt", 1024, 4096)
+    device = ProfileSource(synthetic())._tables.layer(s, 1, "eager", [])
+    per = 1.05 * (device.compute_s + device.memory_s)
+    for n in (2, 24):
+        p.points["step"].append({"layer": s.key(), "vocab": 50304, "layers": n, "loss": "upcast",
+                                 "seconds": 0.040 + n * per, "peak_allocated_bytes": 2**30,
+                                 "peak_reserved_bytes": 2**30})
     src = ProfileSource(p)
-
-    def lookup(layers, ac):
-        return src.margin_bytes(_job(_arch("gpt", 1024, layers=layers), seq=1024, batch=4), Layout(mb=4, ac=ac))
-
-    assert lookup(2, "full").value == pytest.approx(m2)
-    assert lookup(8, "full").value == pytest.approx(1.5 * m2) and lookup(8, "full").extrapolated == ()
-    slope = math.log(2.0 / 1.5) / math.log(3.0)
-    assert lookup(12, "full").value == pytest.approx(1.5 * m2 * (12 / 8) ** slope)
-    beyond = lookup(48, "full")
-    assert beyond.value == pytest.approx(2.0 * m2 * 2 ** slope)
-    assert any("layers 48 outside the measured 2-24" in line for line in beyond.extrapolated)
-    assert lookup(8, "op").value == pytest.approx(1.5 * m2)  # other modes grow as none does (here the same)
+    assert src._tables.in_step(s, []) == pytest.approx(1.05)
+    assert src._tables.in_step(layer_shape("gpt", 2048, 1024, ac="op"), []) == pytest.approx(1.05)  # held, as none
+    assert ("gpt", "none") not in src._tables._host
+    lo = Layout(mb=4)
+    before = _layer_s(ProfileSource(synthetic()), _arch("gpt", 1024), lo)[0]  # a profile without those steps
+    assert _layer_s(src, _arch("gpt", 1024), lo)[0] == pytest.approx(1.05 * before)

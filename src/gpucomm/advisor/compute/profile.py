@@ -36,11 +36,17 @@ the memory-bound embedding and optimizer) that make it nearly constant, and inte
 (``ComputeParts.extrapolated``).  The step's own work is what whole measured steps take beyond the sum of their
 parts (autograd start-up, ``zero_grad``, launch gaps between modules); the allocator's margin is the measured
 ``peak_reserved - peak_allocated`` of the two-layer steps per byte of fp32 logits (the loss's transient blocks
-are the largest the allocator caches), interpolated over hidden and tokens, times how it grows with the layers a
-GPU holds where the profile has steps of one shape at more layer counts (the margin grows with layers, by
-18-123 MiB a layer on the H200 and not in proportion to any one tensor,
-benchmarks/results/margin-layers_h200x1_2026-12-04.txt): log(margin / 2-layer margin) per (family, ``none`` or
-``full``), interpolated in log layers and continued as a power law beyond the most layers measured.
+are the largest the allocator caches), interpolated over hidden and tokens.  The margin of steps with more
+layers is measured (the default grid's whole steps of 8 and 24 layers) but not modelled: at the profile's
+shapes it grows with the layers at some widths and shrinks at others (GPT 1536-wide, full checkpointing: 0.99,
+3.36, 3.82 GiB at 2, 8, 24 layers; Llama 1536-wide: 9.27, 8.16, 5.66 GiB), so no rule over layers holds.
+
+A layer inside a whole step runs a little slower than its points price it (a step holds the GPU at its power
+limit for seconds, and its allocator and caches are a step's): where the profile has whole ``none`` or ``full``
+steps of one shape at two layer counts and the layer is device-bound there, its marginal time between them over
+the device work the lookups price for it (1.0-1.1 on the H200) multiplies the layer's time
+(:meth:`_Tables.in_step`; interpolated over hidden and tokens, ``full`` for full checkpointing, ``none`` for
+every other mode).
 
 **Checkpointing** (``ac``): ``torch.utils.checkpoint`` reruns forward work in the backward, at the rates the
 layer ran it forward — priced from the ``ac=none`` lookups, not from the checkpointed points' extra time per FLOP
@@ -255,6 +261,13 @@ def layer_shape_of(row: dict[str, Any]) -> LayerShape:
                                               "ac") if k in row})
 
 
+HOST_PACED = 0.8
+"""A layer inside whole steps is paced by the host when the device work the lookups price for it fills less than
+this share of its marginal time.  Device-bound layers' marginals run 1.0-1.1x their priced device work (whole
+``none``/``full`` steps of 2 and 24 layers in the shipped H200 profile: 0.91-1.01 of it); host-paced ``op``
+layers' 1.8-2.6x (0.39-0.55).  Between the two, 0.8 leaves the lookups' own error out of the host's time."""
+
+
 @dataclass(frozen=True, slots=True)
 class Scale:
     """How a derived profile scales measured times (:mod:`gpucomm.advisor.compute.derive`): compute-bound parts
@@ -322,7 +335,7 @@ class ProfileSource:
                                                     positions=arch.learned_positions), notes)
         own = self._tables.residual(shape, notes) if software != "fused" else 0.0
         sc = self.scale
-        t_layer = sc(lay.compute_s, lay.memory_s)
+        t_layer = sc(lay.compute_s, lay.memory_s) * self._tables.in_step(shape, notes)
         host = self._tables.host_s(shape, software, notes) * self.host_scale.get(shape.family, 1.0)
         # the host's time: not scaled by a derived profile's GPU, only by --host this
         t_head = sc(head_c, head_m)
@@ -344,8 +357,8 @@ class ProfileSource:
         """The caching allocator's reserved bytes beyond allocated at the step's peak (module docstring)."""
         arch = job.arch
         shape = LayerShape(family=family_of(arch), hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
-                           ffn=arch.ffn_hidden, tp=layout.tp, seq=job.seq // layout.cp, mb=layout.mb, ac=layout.ac)
-        return self._tables.margin(shape, max(1, arch.vocab // layout.tp), math.ceil(arch.layers / layout.pp))
+                           ffn=arch.ffn_hidden, tp=layout.tp, seq=job.seq // layout.cp, mb=layout.mb)
+        return self._tables.margin(shape, max(1, arch.vocab // layout.tp))
 
     def assumptions(self, job) -> list[str]:
         p = self.profile
@@ -497,10 +510,10 @@ class _Tables:
         (embedding, head, loss, optimizer, the step's own work) cancel in the difference.  Where a profile has
         such steps they replace the isolated points' host time, which overstates it: on the H200 two
         host-bound ``op`` cases were predicted 16-22% slow at layers x the isolated time
-        (advisor-single-gpu-r2_h200x1_2026-12-04.txt).  The test is ``marginal > device``, not the isolated
-        points' ``device < marginal / 2``: the shipped profile's op steps ran 3.7-7.3 ms a layer over 1.9-4.4 ms
-        of device work, host-paced but above the half, and the half rule dropped them for the isolated points'
-        5.4 ms (gpt-1.3b op predicted 27% slow in advisor-single-gpu-r3_h200x1_2026-12-04.txt)."""
+        (advisor-single-gpu-r2_h200x1_2026-12-04.txt).  The test is :data:`HOST_PACED`, not the isolated
+        points' ``device < marginal / 2``: the shipped profile's op steps ran 5.6-15.2 ms a layer over 3.1-6.2 ms
+        of device work (0.39-0.55 of it), host-paced but above the half, and the half rule dropped them for the
+        isolated points' time (gpt-1.3b op predicted 27% slow in advisor-single-gpu-r3_h200x1_2026-12-04.txt)."""
         groups: dict[tuple, list[tuple[int, float]]] = {}
         for r in self.steps:
             s = layer_shape_of(r["layer"])
@@ -513,7 +526,7 @@ class _Tables:
                 continue
             s = layer_shape_of(dict(layer))
             marginal = (tb - ta) / (nb - na)
-            if self._host_bound(s, marginal, share=1.0):
+            if self._host_bound(s, marginal, share=HOST_PACED):
                 by.setdefault((s.family, s.ac), []).append(marginal)
         return {k: statistics.median(v) for k, v in by.items()}
 
@@ -697,7 +710,45 @@ class _Tables:
                                                                                         else 2)
         opt, _ = self.optimizer(params)
         host = self.host_s(s, "eager", notes)
-        return max(r["layers"] * (lay.compute_s + lay.memory_s) + c + m + emb + opt, r["layers"] * host)
+        layer = (lay.compute_s + lay.memory_s) * self.in_step(s, notes)
+        return max(r["layers"] * layer + c + m + emb + opt, r["layers"] * host)
+
+    @functools.cached_property
+    def _in_step(self) -> dict[tuple[str, str], list]:
+        """Per (family, ``none`` or ``full``): a layer's marginal time inside whole steps of one shape at two layer
+        counts over the device work the lookups price for it — log of the ratio, over (hidden, tokens) — where
+        the layer is device-bound there (module docstring, **Lookup**)."""
+        groups: dict[tuple, list[tuple[int, float]]] = {}
+        for r in self.steps:
+            if r["layer"].get("ac") not in ("none", "full") or r["layer"].get("tp", 1) != 1:
+                continue
+            groups.setdefault((tuple(sorted(r["layer"].items())), r["vocab"], r.get("loss", "upcast")),
+                              []).append((r["layers"], r["seconds"]))
+        by: dict[tuple[str, str], list] = {}
+        for (layer, _, _), pts in groups.items():
+            (na, ta), (nb, tb) = min(pts), max(pts)
+            if nb == na:
+                continue
+            s = layer_shape_of(dict(layer))
+            try:
+                lay = self.layer(s, 1, "eager", [])
+            except (ProfileError, GridError):
+                continue
+            device, marginal = lay.compute_s + lay.memory_s, (tb - ta) / (nb - na)
+            if device >= HOST_PACED * marginal:  # device-bound: the ratio is the layer's, not the host's
+                by.setdefault((s.family, s.ac), []).append(((s.hidden, s.tokens), math.log(marginal / device)))
+        return by
+
+    def in_step(self, shape: LayerShape, notes: list[str]) -> float:
+        """How much slower a layer of ``shape`` runs inside a whole training step than its lookups price it
+        (:attr:`_in_step`; ``full`` checkpointing as measured for ``full``, every other mode as ``none``); 1
+        where the profile has no whole steps at two layer counts."""
+        pts = self._in_step.get((shape.family, "full" if shape.ac == "full" else "none"))
+        if not pts:
+            return 1.0
+        v, _ = nested(pts, [_ax("hidden", "hold"), _ax("tokens", "hold")], (shape.hidden, shape.tokens),
+                      f"{shape.family} layer inside a step", _fmt)
+        return math.exp(v)
 
     def residual(self, shape: LayerShape, notes: list[str]) -> float:
         pts = [(c, own) for c, own, _ in self._steps.get(shape.family, []) if own is not None]
@@ -709,42 +760,11 @@ class _Tables:
         notes.extend(n)
         return max(0.0, v)  # a time: a step cannot take less than its parts (extrapolation can say so)
 
-    @functools.cached_property
-    def _margin_growth(self) -> dict[tuple[str, str], list]:
-        """Per (family, ``none`` or ``full``): how the allocator's margin grows with the layers a GPU holds —
-        ((hidden, tokens, layers), log(margin at those layers / margin of the 2-layer step of the same shape)),
-        from whole steps of one shape at several layer counts (:data:`~gpucomm.advisor.compute.shapes.
-        MARGIN_STEP_LAYERS`)."""
-        groups: dict[tuple, dict[int, float]] = {}
-        for r in self.steps:
-            s = layer_shape_of(r["layer"])
-            if s.ac not in ("none", "full") or s.tp != 1:
-                continue
-            key = (s.family, s.ac, s.hidden, s.tokens, r["vocab"], r.get("loss", "upcast"))
-            groups.setdefault(key, {})[r["layers"]] = max(1.0, r["peak_reserved_bytes"] - r["peak_allocated_bytes"])
-        by: dict[tuple[str, str], list] = {}
-        for (fam, ac, hidden, tokens, _, _), margins in groups.items():
-            if 2 not in margins or len(margins) < 2:
-                continue
-            by.setdefault((fam, ac), []).extend(((hidden, tokens, n), math.log(m / margins[2]))
-                                                for n, m in margins.items())
-        return by
-
-    def margin(self, shape: LayerShape, vocab: int, layers: int = 2) -> Lookup | None:
-        """The allocator's margin of a step holding ``layers`` layers of ``shape``: the 2-layer steps' margin per
-        byte of fp32 logits, times its measured growth to ``layers`` where the profile has it (``full``
-        checkpointing grows as ``full`` does; every other mode as ``none``), interpolated in log layers and
-        continued as a power law beyond the most layers measured (module docstring, **Lookup**)."""
+    def margin(self, shape: LayerShape, vocab: int) -> Lookup | None:
         pts = [(c, m) for c, _, m in self._steps.get(shape.family, [])]
         if not pts:
             return None
         v, n = nested(pts, [_ax("hidden", "hold"), _ax("tokens", "hold")], (shape.hidden, shape.tokens),
                       f"{shape.family} allocator margin", _fmt)
-        base = max(0.0, v) * 4.0 * shape.tokens * vocab
-        growth = self._margin_growth.get((shape.family, "full" if shape.ac == "full" else "none"))
-        if not growth or layers <= 2:
-            return Lookup(value=base, extrapolated=n)
-        g, gn = nested(growth, [_ax("hidden", "hold"), _ax("tokens", "hold"), _ax("layers", "hold", "extend")],
-                       (shape.hidden, shape.tokens, layers), f"{shape.family} allocator margin's growth", _fmt)
-        return Lookup(value=base * math.exp(g), extrapolated=(*n, *gn))
+        return Lookup(value=max(0.0, v) * 4.0 * shape.tokens * vocab, extrapolated=n)
 

@@ -250,9 +250,10 @@ class StepShape:
 HOST_STEP_LAYERS = (2, 8)
 """Layer counts of the whole ``op`` steps whose difference gives a layer's host time inside a step."""
 MARGIN_STEP_LAYERS = (8, 24)
-"""Layer counts, beyond 2, of the whole ``none`` and ``full`` steps that measure how the caching allocator's
-margin grows with the layers a GPU holds (benchmarks/results/margin-layers_h200x1_2026-12-04.txt: from 2 to 48
-layers, 1.69 -> 3.19 GiB at one GPT shape under full checkpointing, 4.66 -> 10.31 GiB at one Llama shape)."""
+"""Layer counts, beyond 2, of whole ``none`` and ``full`` steps at three widths a family: a layer's marginal time
+inside a step (:meth:`gpucomm.advisor.compute.profile._Tables.in_step`), and the caching allocator's margin by
+layers (read, not modelled: benchmarks/results/margin-layers_h200x1_2026-12-04.txt and the profile's own steps
+show it growing at some shapes and shrinking at others)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -345,7 +346,7 @@ def default_grid() -> Grid:
     # (the marginal time of a layer; isolated op layers overstate it, advisor-single-gpu-r2_h200x1_2026-12-04)
     steps += tuple(StepShape(layer=_layer(fam, h, 1, 4096, ac="op"), vocab=_VOCAB[fam], layers=n)
                    for fam in FAMILIES for h in _WIDTHS[(fam, 1)][0:2] for n in HOST_STEP_LAYERS)
-    # the allocator's margin at more layers, next to the 2-layer steps above (MARGIN_STEP_LAYERS)
+    # whole steps at more layers, next to the 2-layer steps above (MARGIN_STEP_LAYERS)
     steps += tuple(StepShape(layer=_layer(fam, h, 1, 16384, ac=ac), vocab=_VOCAB[fam], layers=n)
                    for fam in FAMILIES for h in _WIDTHS[(fam, 1)][0:6:2] for ac in ("none", "full")
                    for n in MARGIN_STEP_LAYERS)
