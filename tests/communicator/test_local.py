@@ -54,13 +54,13 @@ def test_held_routes_run_torchs_own_loops_on_cuda():
     """The held routes hand torch's real C++ loops what they take (the CPU tests run stand-ins of them)."""
     comm = LocalCommunicator(["cuda:0"] * 3)
     ts = [torch.full((4,), float(p), device="cuda:0") for p in range(3)]
-    assert comm._route_broadcast(ts, ts, 1) and comm._route_broadcast(ts, ts, 1)  # checked, then remembered
+    assert comm._fast_broadcast(ts, ts, 1) and comm._fast_broadcast(ts, ts, 1)  # checked, then remembered
     assert all(torch.equal(t, torch.ones(4, device="cuda:0")) for t in ts)
     src, outs = torch.arange(6.0, device="cuda:0"), [torch.zeros(2, device="cuda:0") for _ in range(3)]
-    assert comm._route_scatter([None, src, None], outs, 1) and torch.equal(torch.cat(outs), src)
+    assert comm._fast_scatter([None, src, None], outs, 1) and torch.equal(torch.cat(outs), src)
     ts[2].data = ts[1]  # two participants now share one storage: asked again, refused
-    assert not comm._route_broadcast(ts, ts, 0)
-    assert not comm._route_scatter([None, src, None], [outs[0], outs[1], torch.zeros(3, device="cuda:0")], 1)
+    assert not comm._fast_broadcast(ts, ts, 0)
+    assert not comm._fast_scatter([None, src, None], [outs[0], outs[1], torch.zeros(3, device="cuda:0")], 1)
 
 
 def _refusal(call):

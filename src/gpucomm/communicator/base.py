@@ -29,10 +29,9 @@ copy or a no-op, with no special path in callers.
 **The methods come from the collective rows.**  Every row of :mod:`gpucomm.collectives` that declares a
 :class:`~gpucomm.collectives.spec.Method` becomes one method of this class, with that name, parameters,
 defaults and docstring.  Each implementation builds every such method once, when the class is created
-(:meth:`Communicator._method_of`: a closure over the row's facts, never a generic binder per call), in the
-row's signature with a per-arity fast path (:func:`arity`): a positional call with every argument goes
-straight to the work, trailing defaults left out are filled from a tuple, and only keywords go through
-Python's own binding rules.  :class:`ProcessGroupCommunicator` runs the row's own gpucomm.dist call
+(:meth:`Communicator._method_of`: a closure over the row's facts, never a generic binder per call), as a
+function with the row's own parameters and defaults (:func:`with_parameters`), so that Python binds each
+call's arguments, keywords included, in C.  :class:`ProcessGroupCommunicator` runs the row's own gpucomm.dist call
 (``calls.gpucomm_dist``); :class:`LocalCommunicator` runs gpucomm.comm's form of the row (registered by the
 kernel module that implements it, ``gpucomm.comm._kernels.local_form``).  Adding a collective's row adds
 its method to every Communicator.
@@ -61,8 +60,8 @@ from gpucomm.collectives import Collective
 from gpucomm.collectives.spec import ROOT, Args
 from gpucomm.prepared import Prepared
 
-__all__ = ["LIST", "ROOTS", "TUPLE", "Communicator", "OptionalTensors", "Prepared", "Tensors", "arity", "methods", "result",
-           "returns", "signed"]
+__all__ = ["LIST", "ROOTS", "TUPLE", "Communicator", "OptionalTensors", "Prepared", "Tensors", "methods", "result",
+           "returns", "signed", "with_parameters"]
 
 Tensors = Sequence[torch.Tensor]
 OptionalTensors = Sequence[torch.Tensor | None]
@@ -137,7 +136,7 @@ class Communicator(abc.ABC):
     @classmethod
     def _method_of(cls, row: Collective) -> Callable[..., Any]:
         """``row``'s method for this class, built once per class (an implementation may build its own closure
-        over the row's facts: :func:`arity` and :func:`signed` give it the argument handling and the signature).
+        over the row's facts: :func:`with_parameters` and :func:`signed` give it the parameters and the signature).
 
         The default checks through :meth:`_args`, runs through :meth:`_run` and returns what the module
         docstring says.
@@ -149,7 +148,7 @@ class Communicator(abc.ABC):
             self._run(row, a)
             return result(row, a, kind)
 
-        return _method(row, body)
+        return signed(row, with_parameters(row, body))
 
     @abc.abstractmethod
     def _bind(self, row: Collective, a: Args) -> Callable[[], object]:
@@ -227,33 +226,32 @@ def _bind_arguments(row: Collective, args: tuple, kwargs: dict) -> tuple:
     return tuple(values[p] if p in values else m.defaults[p] for p in params)
 
 
-def arity(row: Collective) -> tuple[int, Callable[[tuple, dict], tuple]]:
-    """``(count, complete)`` for ``row``'s method: its parameter count, and ``complete(args, kwargs)``, which
-    returns every argument in parameter order (trailing defaults filled in; keywords bound by Python's rules,
-    with Python's TypeErrors).  A body called with exactly ``count`` positional arguments needs neither."""
+_RESULTS = {LIST: "list({outs})", TUPLE: "tuple({outs})", ROOTS: "{outs}[{root}]"}  # :func:`returns`' kinds
+
+
+def with_parameters(row: Collective, body: Callable[..., Any], *, fast: bool = False) -> Callable[..., Any]:
+    """``row``'s method: a function with the row's own parameters and defaults that returns ``body(self, *values)``
+    (the arguments in parameter order).  Python binds a call's arguments, keywords included, in C, with its own
+    TypeErrors: no ``*args`` tuple, no binding of ours.
+
+    ``fast``: the method first asks the instance's fast path, ``self._fast_<name>(inputs, outputs, root)`` (an
+    implementation's per-instance shortcut that runs the whole call, checks included, and says True, or does
+    nothing and says False), and returns what :func:`returns` says when it is taken.
+    """
     m = row.method
-    count = len(m.params)
-    required = sum(p not in m.defaults for p in m.params)
-    tail = tuple(m.defaults[p] for p in m.params[required:])  # the defaults, in order
-
-    def complete(args: tuple, kwargs: dict) -> tuple:
-        if kwargs or not required <= len(args) <= count:
-            return _bind_arguments(row, args, kwargs)
-        return args + tail[len(args) - required:]  # trailing arguments left at their defaults
-
-    return count, complete
-
-
-def _method(row: Collective, body: Callable[..., Any]) -> Callable[..., Any]:
-    """The Communicator method of ``row``: its arguments completed (see :func:`arity`), then ``body``."""
-    count, complete = arity(row)
-
-    def method(self: Communicator, *args: Any, **kwargs: Any) -> Any:
-        if kwargs or len(args) != count:
-            args = complete(args, kwargs)
-        return body(self, *args)
-
-    return signed(row, method)
+    name = str(row.name)
+    params = m.params
+    ins, outs, root_at = m.slots.inputs, m.slots.outputs, m.slots.root
+    signature = ", ".join(f"{p}=__defaults[{p!r}]" if p in m.defaults else p for p in params)
+    prelude = ""
+    if fast:
+        root = params[root_at] if root_at >= 0 else "0"
+        result = _RESULTS[returns(row)].format(outs=params[outs], root=root)
+        prelude = f"if self._fast_{name}({params[ins]}, {params[outs]}, {root}):\n        return {result}\n    "
+    source = f"def {name}(self, {signature}):\n    {prelude}return __body(self, {', '.join(params)})\n"
+    space = {"__defaults": m.defaults, "__body": body}
+    exec(compile(source, f"<Communicator.{name}>", "exec"), space)
+    return space[name]
 
 
 def signed(row: Collective, method: Callable[..., Any]) -> Callable[..., Any]:

@@ -40,7 +40,7 @@ from gpucomm import comm as _comm
 from gpucomm.collectives import Collective
 from gpucomm.collectives.spec import CHUNK, CHUNK_COUNT, ROOT, Args
 from gpucomm.comm import _kernels
-from gpucomm.communicator.base import LIST, TUPLE, Communicator, returns, signed
+from gpucomm.communicator.base import LIST, TUPLE, Communicator, returns, signed, with_parameters
 from gpucomm.communicator.checks import check_held, check_root, check_shapes
 from gpucomm.devices import DeviceLike, parse_devices
 
@@ -103,32 +103,6 @@ def _shape_rule(row: Collective) -> Callable[[int, Any, Any, int], bool] | None:
     return same
 
 
-_RESULT = {LIST: "list({outs})", TUPLE: "tuple({outs})"}  # what a method returns (ROOTS: the root's output)
-
-
-def _with_parameters(row: Collective, body: Callable[..., Any], kind: int) -> Callable[..., Any]:
-    """``row``'s method with the row's own parameters and defaults (Python binds a call's arguments, keywords
-    included, in C: no ``*args`` tuple, no binding of our own), which tries the row's held route (if the row
-    has one: ``self._route_<name>``, see :func:`gpucomm.comm._kernels.held_route`) and otherwise returns
-    ``body(self, inputs, outputs, root, op, extra)``."""
-    m = row.method
-    name = str(row.name)
-    ins, outs, root_at, op_at, extra_at = m.slots
-    p = m.params
-    signature = ", ".join(f"{q}=__defaults[{q!r}]" if q in m.defaults else q for q in p)
-    root = p[root_at] if root_at >= 0 else "0"
-    call = (f"{p[ins]}, {p[outs]}, {root}, {p[op_at] if op_at >= 0 else 'None'}, "
-            + ("{" + ", ".join(f"{q!r}: {q}" for q, _ in extra_at) + "}" if extra_at else "__EMPTY"))
-    routed = ""
-    if name in _kernels.held_routes():
-        result = _RESULT.get(kind, "{outs}[{root}]").format(outs=p[outs], root=root)
-        routed = f"if self._route_{name}({p[ins]}, {p[outs]}, {root}):\n        return {result}\n    "
-    source = f"def {name}(self, {signature}):\n    {routed}return __body(self, {call})\n"
-    space = {"__defaults": m.defaults, "__EMPTY": _EMPTY, "__body": body}
-    exec(compile(source, f"<LocalCommunicator.{name}>", "exec"), space)
-    return space[name]
-
-
 def _no_route(inputs: Any, outputs: Any, root: Any) -> bool:
     """The held route of a row on a communicator that has none (see :func:`gpucomm.comm._kernels.held_route`)."""
     return False
@@ -154,8 +128,8 @@ class LocalCommunicator(Communicator):
         kinds = set(parsed)
         self._held_by = _kernels.Held(tuple(parsed), one_device=list(parsed) if len(kinds) == 1 else None,
                                       distinct=len(kinds) == len(parsed))
-        for name in _kernels.held_routes():  # what the methods try first: self._route_<name>
-            setattr(self, f"_route_{name}", _kernels.held_route(name, self._held_by) or _no_route)
+        for name in _kernels.held_routes():  # the methods' fast paths (base.with_parameters): self._fast_<name>
+            setattr(self, f"_fast_{name}", _kernels.held_route(name, self._held_by) or _no_route)
 
     def __repr__(self) -> str:
         return f"LocalCommunicator(devices={[str(d) for d in self._devices]})"
@@ -211,22 +185,27 @@ class LocalCommunicator(Communicator):
         root_in, root_out = row.input_buffer == ROOT, row.output_buffer == ROOT
         shapes = _shape_rule(row)
 
-        def body(self: LocalCommunicator, inputs: Any, outputs: Any, root: Any, op: Any, extra: Any) -> Any:
+        ins, outs, root_at, op_at, extra_at = row.method.slots
+
+        def body(self: LocalCommunicator, *values: Any) -> Any:
             n, devices = self._n, self._devices
+            inputs, outputs = values[ins], values[outs]
+            root = values[root_at] if root_at >= 0 else 0
             if not ((not has_root or type(root) is int and 0 <= root < n)
                     and (_on_devices(inputs, devices) if in_place else
                          _on_devices(outputs, devices, root if root_out else -1)
                          and _on_devices(inputs, devices, root if root_in else -1)
                          and (shapes is None or shapes(n, inputs, outputs, root)))):
                 self._check(row, inputs, outputs, root)  # names what the one-pass tests refused
-            form(self._held_by, inputs, outputs, root, op, extra)
+            form(self._held_by, inputs, outputs, root, values[op_at] if op_at >= 0 else None,
+                 {p: values[k] for p, k in extra_at} if extra_at else _EMPTY)
             if kind == LIST:
                 return list(outputs)
             if kind == TUPLE:
                 return tuple(outputs)
             return outputs[root]
 
-        return signed(row, _with_parameters(row, body, kind))
+        return signed(row, with_parameters(row, body, fast=str(row.name) in _kernels.held_routes()))
 
     def _args(self, row: Collective, values: tuple) -> Args:
         a = row.method.args(values, self._n, devices=self._devices)
