@@ -50,6 +50,7 @@ from __future__ import annotations
 import abc
 import inspect
 from collections.abc import Callable, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -226,13 +227,19 @@ def _bind_arguments(row: Collective, args: tuple, kwargs: dict) -> tuple:
     return tuple(values[p] if p in values else m.defaults[p] for p in params)
 
 
+_EMPTY = MappingProxyType({})
 _RESULTS = {LIST: "list({outs})", TUPLE: "tuple({outs})", ROOTS: "{outs}[{root}]"}  # :func:`returns`' kinds
 
 
-def with_parameters(row: Collective, body: Callable[..., Any], *, fast: bool = False) -> Callable[..., Any]:
+def with_parameters(row: Collective, body: Callable[..., Any], *, fast: bool = False,
+                    by_slot: bool = False) -> Callable[..., Any]:
     """``row``'s method: a function with the row's own parameters and defaults that returns ``body(self, *values)``
     (the arguments in parameter order).  Python binds a call's arguments, keywords included, in C, with its own
     TypeErrors: no ``*args`` tuple, no binding of ours.
+
+    ``by_slot``: ``body(self, inputs, outputs, root, op, extra)`` instead, the arguments by their
+    :class:`~gpucomm.collectives.spec.Slots` (root 0 and op None where the method has none; ``extra`` a dict of
+    the other parameters), so that the body indexes no tuple.
 
     ``fast``: the method first asks the instance's fast path, ``self._fast_<name>(inputs, outputs, root)`` (an
     implementation's per-instance shortcut that runs the whole call, checks included, and says True, or does
@@ -248,8 +255,14 @@ def with_parameters(row: Collective, body: Callable[..., Any], *, fast: bool = F
         root = params[root_at] if root_at >= 0 else "0"
         result = _RESULTS[returns(row)].format(outs=params[outs], root=root)
         prelude = f"if self._fast_{name}({params[ins]}, {params[outs]}, {root}):\n        return {result}\n    "
-    source = f"def {name}(self, {signature}):\n    {prelude}return __body(self, {', '.join(params)})\n"
-    space = {"__defaults": m.defaults, "__body": body}
+    call = ", ".join(params)
+    if by_slot:
+        extra = m.slots.extra
+        call = (f"{params[ins]}, {params[outs]}, {params[root_at] if root_at >= 0 else '0'}, "
+                f"{params[m.slots.op] if m.slots.op >= 0 else 'None'}, "
+                + ("{" + ", ".join(f"{p!r}: {p}" for p, _ in extra) + "}" if extra else "__EMPTY"))
+    source = f"def {name}(self, {signature}):\n    {prelude}return __body(self, {call})\n"
+    space = {"__defaults": m.defaults, "__body": body, "__EMPTY": _EMPTY}
     exec(compile(source, f"<Communicator.{name}>", "exec"), space)
     return space[name]
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import inspect
 import operator
 from collections.abc import Callable, Sequence
-from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -48,7 +47,6 @@ __all__ = ["LocalCommunicator"]
 
 _DEVICE = operator.attrgetter("device")
 _SHAPE = operator.attrgetter("shape")
-_EMPTY = MappingProxyType({})
 
 
 def _on_devices(tensors: Any, devices: list[torch.device], root: int = -1) -> bool:
@@ -185,27 +183,22 @@ class LocalCommunicator(Communicator):
         root_in, root_out = row.input_buffer == ROOT, row.output_buffer == ROOT
         shapes = _shape_rule(row)
 
-        ins, outs, root_at, op_at, extra_at = row.method.slots
-
-        def body(self: LocalCommunicator, *values: Any) -> Any:
+        def body(self: LocalCommunicator, inputs: Any, outputs: Any, root: Any, op: Any, extra: Any) -> Any:
             n, devices = self._n, self._devices
-            inputs, outputs = values[ins], values[outs]
-            root = values[root_at] if root_at >= 0 else 0
             if not ((not has_root or type(root) is int and 0 <= root < n)
                     and (_on_devices(inputs, devices) if in_place else
                          _on_devices(outputs, devices, root if root_out else -1)
                          and _on_devices(inputs, devices, root if root_in else -1)
                          and (shapes is None or shapes(n, inputs, outputs, root)))):
                 self._check(row, inputs, outputs, root)  # names what the one-pass tests refused
-            form(self._held_by, inputs, outputs, root, values[op_at] if op_at >= 0 else None,
-                 {p: values[k] for p, k in extra_at} if extra_at else _EMPTY)
+            form(self._held_by, inputs, outputs, root, op, extra)
             if kind == LIST:
                 return list(outputs)
             if kind == TUPLE:
                 return tuple(outputs)
             return outputs[root]
 
-        return signed(row, with_parameters(row, body, fast=str(row.name) in _kernels.held_routes()))
+        return signed(row, with_parameters(row, body, fast=str(row.name) in _kernels.held_routes(), by_slot=True))
 
     def _args(self, row: Collective, values: tuple) -> Args:
         a = row.method.args(values, self._n, devices=self._devices)
