@@ -250,10 +250,12 @@ def local_forms() -> dict[str, LocalForm]:
 HeldRoute = Callable[[Any, Any, int], bool]
 """``route(inputs, outputs, root)``: run a LocalCommunicator's plain call of one row through torch's C++ loop
 when every check (the Communicator's: one tensor per participant on its device, a root among them; gpucomm's:
-storages of their own; torch's own) passes, and return True; return False having written nothing
-otherwise (the caller then runs its named checks and its own route)."""
+storages of their own; torch's own) passes, and return True; otherwise return False, having written nothing
+unless torch's loop itself failed after its checks (a ``copy_`` refusal part-way: the checked route then calls
+the same loop again, and its copies write the same values), and the caller runs its named checks and route."""
 
-_MEMO_ENTRIES = 64  # checked calls remembered per route (storage sets that alternate, e.g. one per layer)
+_MEMO_ENTRIES = 64  # checked calls remembered per route (storage sets that alternate, e.g. one per layer); then
+# the memo starts again (an entry is filed under its first storage's id: sets sharing that storage replace each other)
 
 
 def _remember(memo: dict, root: int, tensors: tuple, storages: tuple, devices: tuple) -> tuple | None:
