@@ -192,6 +192,11 @@ def test_a_held_scatter_reads_what_can_change_without_a_new_storage(torch_loops)
     outs[2].data = outs[2].data[:1]  # .data = a view of the same storage: the same storage object
     outs[0].data = torch.zeros(3)  # unequal chunks that still add up: torch's loop would take them
     assert not route(ins, outs, 1)
+    outs = [torch.zeros(2), torch.zeros(2), torch.zeros(1)]  # the last output is never counted: torch's sum is
+    assert not route([None, torch.arange(5.0), None], outs, 1)  # 5 elements, not 3 x 2
+    assert not route([None, torch.arange(6.0), None], outs, 1)  # 3 x 2, but the loop's sum (5) refuses
+    outs = [torch.zeros(2, 2), torch.zeros(2, 2), torch.zeros(2, 2)]
+    assert not route([None, torch.zeros(3, 4), None], outs, 1)  # 12 elements, but other dims differ: the loop refuses
     empty = [torch.zeros(0, 2) for _ in range(3)]
     assert not route([None, torch.zeros(0, 2), None], empty, 1)  # empty chunks: their counts say nothing
     assert not route([None, torch.tensor(1.0), None], [torch.zeros(())] * 3, 1)  # a 0-dim source

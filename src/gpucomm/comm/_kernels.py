@@ -303,10 +303,14 @@ def _route_source(name: str, n: int) -> str:
             {_each(n, "t{i}")} = outputs
             src = inputs[root]
             ss = src.untyped_storage()"""
-        numels = " and ".join(f"t{i}.numel() == k" for i in range(1, n))
+        # Equal chunks, asked in n element counts: torch's loop checks that every output has the source's other
+        # dims and that their dim-0 sizes add up to the source's; so outputs 0 .. n-2 of k elements each and a
+        # source of n*k leave output n-1 k elements too.  k >= 1 (an empty chunk's count says nothing about its
+        # dim 0), so the source has n*k >= 2 elements: not 0-dim, which torch's loop would misread.
+        numels = "".join(f" and t{i}.numel() == k" for i in range(1, n - 1))
         tail = f"""k = t0.numel()
-            if not (k and {numels} and src.ndim):
-                return False  # unequal chunks (or empty ones, whose count says nothing), a 0-dim source
+            if not (k{numels} and src.numel() == {n} * k):
+                return False
             if not cuda_at[root] and src.nbytes > DIRECT_MAX_BYTES:
                 return False
             SCATTER_OUT(src, outputs, 0, None)"""
