@@ -63,6 +63,18 @@ def test_held_routes_run_torchs_own_loops_on_cuda():
     assert not comm._fast_scatter([None, src, None], [outs[0], outs[1], torch.zeros(3, device="cuda:0")], 1)
 
 
+def test_a_communicator_with_held_routes_pickles_and_its_copy_routes_afresh(torch_loops):
+    import pickle
+
+    comm = LocalCommunicator(["cpu"] * 2)
+    ts = [torch.ones(2), torch.zeros(2)]
+    comm.broadcast(ts, 0)
+    copy = pickle.loads(pickle.dumps(comm))
+    assert copy.devices == comm.devices and copy._fast_broadcast is not comm._fast_broadcast
+    assert copy.broadcast([torch.full((2,), 3.0), ts[1]], 0)[1].tolist() == [3.0, 3.0]
+    assert torch_loops == ["broadcast", "broadcast"]
+
+
 def _refusal(call):
     with pytest.raises((TypeError, ValueError)) as info:
         call()

@@ -126,8 +126,20 @@ class LocalCommunicator(Communicator):
         kinds = set(parsed)
         self._held_by = _kernels.Held(tuple(parsed), one_device=list(parsed) if len(kinds) == 1 else None,
                                       distinct=len(kinds) == len(parsed))
-        for name in _kernels.held_routes():  # the methods' fast paths (base.with_parameters): self._fast_<name>
+        self._route()
+
+    def _route(self) -> None:
+        """Give this communicator its held routes: the methods' fast paths (base.with_parameters), self._fast_<name>."""
+        for name in _kernels.held_routes():
             setattr(self, f"_fast_{name}", _kernels.held_route(name, self._held_by) or _no_route)
+
+    def __getstate__(self) -> dict:
+        # the held routes are closures over what this process remembered: a copy makes its own
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_fast_")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._route()
 
     def __repr__(self) -> str:
         return f"LocalCommunicator(devices={[str(d) for d in self._devices]})"
