@@ -63,6 +63,17 @@ def test_held_routes_run_torchs_own_loops_on_cuda():
     assert not comm._fast_scatter([None, src, None], [outs[0], outs[1], torch.zeros(3, device="cuda:0")], 1)
 
 
+@requires_gpus(2)
+def test_a_held_route_asks_again_when_data_moves_a_tensor_to_another_gpu():
+    comm = LocalCommunicator(["cuda:0", "cuda:1"])
+    ts = [torch.ones(4, device="cuda:0"), torch.zeros(4, device="cuda:1")]
+    assert comm._fast_broadcast(ts, ts, 0)
+    ts[1].data = torch.zeros(4, device="cuda:0")  # the same tensor object, now on participant 0's device
+    assert not comm._fast_broadcast(ts, ts, 0)
+    with pytest.raises(ValueError, match=r"tensors\[1\]: expected a tensor on cuda:1"):
+        comm.broadcast(ts, 0)
+
+
 def test_a_communicator_with_held_routes_pickles_and_its_copy_routes_afresh(torch_loops):
     import pickle
 
