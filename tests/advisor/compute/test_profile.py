@@ -323,8 +323,8 @@ def test_a_layer_inside_whole_steps_runs_at_its_marginal_time_and_is_not_the_hos
                                  "seconds": 0.040 + n * per, "peak_allocated_bytes": 2**30,
                                  "peak_reserved_bytes": 2**30})
     src = ProfileSource(p)
-    assert src._tables.in_step(s, []) == pytest.approx(1.05)
-    assert src._tables.in_step(layer_shape("gpt", 2048, 1024, ac="op"), []) == pytest.approx(1.05)  # held, as none
+    assert src._tables.in_step(s) == pytest.approx(1.05)
+    assert src._tables.in_step(layer_shape("gpt", 2048, 1024, ac="op")) == pytest.approx(1.05)  # held, as none
     assert ("gpt", "none") not in src._tables._host
     lo = Layout(mb=4)
     before = _layer_s(ProfileSource(synthetic()), _arch("gpt", 1024), lo)[0]  # a profile without those steps

@@ -304,15 +304,13 @@ class ProfileSource:
     def host_points(self) -> dict[str, dict[str, Any]]:
         """Per family with a host time: the profile's ``op`` layer point at tp 1 with the least device work (the
         most host-paced), whose time on another machine's GPU of the same model says how that host compares."""
-        out: dict[str, dict[str, Any]] = {}
-        families = {fam for fam, ac in self._tables._host}
-        for r in self._tables.layers:
+        by: dict[str, list[tuple[int, int, dict[str, Any]]]] = {}
+        families = {fam for fam, _ in self._tables._host}
+        for i, r in enumerate(self._tables.layers):
             s = layer_shape_of(r)
             if s.family in families and s.ac == "op" and s.tp == 1:
-                best = out.get(s.family)
-                if best is None or s.hidden * s.tokens < layer_shape_of(best).hidden * layer_shape_of(best).tokens:
-                    out[s.family] = r
-        return out
+                by.setdefault(s.family, []).append((s.hidden * s.tokens, i, r))
+        return {fam: min(rows)[2] for fam, rows in by.items()}
 
     # -- the interface -------------------------------------------------------------------------------------------
 
@@ -335,7 +333,7 @@ class ProfileSource:
                                                     positions=arch.learned_positions), notes)
         own = self._tables.residual(shape, notes) if software != "fused" else 0.0
         sc = self.scale
-        t_layer = sc(lay.compute_s, lay.memory_s) * self._tables.in_step(shape, notes)
+        t_layer = sc(lay.compute_s, lay.memory_s) * self._tables.in_step(shape)
         host = self._tables.host_s(shape, software, notes) * self.host_scale.get(shape.family, 1.0)
         # the host's time: not scaled by a derived profile's GPU, only by --host this
         t_head = sc(head_c, head_m)
@@ -490,15 +488,14 @@ class _Tables:
         isolated = {k: statistics.median(v) for k, v in by.items()}
         return {**isolated, **self._step_host}
 
-    def _host_bound(self, s: LayerShape, wall: float, share: float = 0.5) -> bool:
-        """Whether the device work the lookups price for one layer of ``s`` fills less than ``share`` of ``wall``
-        (an isolated point: half, its own iteration's fixed host work aside; a layer inside steps: all of it,
-        :attr:`_step_host`)."""
+    def _host_bound(self, s: LayerShape, wall: float) -> bool:
+        """Whether the device work the lookups price for one isolated layer point of ``s`` fills less than half of
+        ``wall`` (the point's own iteration's fixed host work aside; a layer inside steps: :data:`HOST_PACED`)."""
         try:
             lay = self.layer(s, 1, "eager", [])
         except (ProfileError, GridError):
             return False
-        return lay.compute_s + lay.memory_s < share * wall
+        return lay.compute_s + lay.memory_s < 0.5 * wall
 
     @functools.cached_property
     def _step_host(self) -> dict[tuple[str, str], float]:
@@ -514,21 +511,34 @@ class _Tables:
         points' ``device < marginal / 2``: the shipped profile's op steps ran 5.6-15.2 ms a layer over 3.1-6.2 ms
         of device work (0.39-0.55 of it), host-paced but above the half, and the half rule dropped them for the
         isolated points' time (gpt-1.3b op predicted 27% slow in advisor-single-gpu-r3_h200x1_2026-12-04.txt)."""
+        by: dict[tuple[str, str], list[float]] = {}
+        for s, marginal, device in self._marginals:
+            if device < HOST_PACED * marginal:
+                by.setdefault((s.family, s.ac), []).append(marginal)
+        return {k: statistics.median(v) for k, v in by.items()}
+
+    @functools.cached_property
+    def _marginals(self) -> list[tuple[LayerShape, float, float]]:
+        """(shape, marginal, device) for each shape whose whole steps were measured at two or more layer counts
+        (with the same vocabulary and loss): a layer's marginal time between the fewest and the most layers,
+        ``(t_b - t_a) / (n_b - n_a)`` (the fixed parts cancel), and the device work the lookups price for it;
+        shapes the lookups cannot price are left out.  Read by :attr:`_step_host` and :attr:`_in_step`."""
         groups: dict[tuple, list[tuple[int, float]]] = {}
         for r in self.steps:
-            s = layer_shape_of(r["layer"])
             key = (tuple(sorted(r["layer"].items())), r["vocab"], r.get("loss", "upcast"))
             groups.setdefault(key, []).append((r["layers"], r["seconds"]))
-        by: dict[tuple[str, str], list[float]] = {}
+        out = []
         for (layer, _, _), pts in groups.items():
             (na, ta), (nb, tb) = min(pts), max(pts)
             if nb == na:
                 continue
             s = layer_shape_of(dict(layer))
-            marginal = (tb - ta) / (nb - na)
-            if self._host_bound(s, marginal, share=HOST_PACED):
-                by.setdefault((s.family, s.ac), []).append(marginal)
-        return {k: statistics.median(v) for k, v in by.items()}
+            try:
+                lay = self.layer(s, 1, "eager", [])
+            except (ProfileError, GridError):
+                continue
+            out.append((s, (tb - ta) / (nb - na), lay.compute_s + lay.memory_s))
+        return out
 
     @functools.cached_property
     def _gemm(self) -> dict[str, list]:
@@ -580,25 +590,22 @@ class _Tables:
         af, ab = cp * af, cp * ab  # ring attention: this GPU's queries meet every key of the sequence
         gemm_pts = self._gemm.get(shape.family)
         ew_pts = self._elementwise.get(shape.family)
-        if gemm_pts and ew_pts:  # matmuls per FLOP, the rest per byte of activations (module docstring, Lookup)
+        if gemm_pts:
             log_g, n = nested([(c, v) for c, v, _ in gemm_pts], axes, q, f"{shape.family} matmuls", _fmt)
             notes.extend(n)
             gemm = math.exp(log_g) * shape.gemm_flops()
             g_fwd, _ = nested([(c, f) for c, _, f in gemm_pts], axes, q, f"{shape.family} matmuls", _fmt)
+        else:  # no replayed matmuls: the rest is an upper bound of the GEMM time
+            gemm, g_fwd = rest, 1.0 / 3.0
+        if gemm_pts and ew_pts:  # matmuls per FLOP, the rest per byte of activations (module docstring, Lookup)
             log_e, _ = nested([(c, v) for c, v, _ in ew_pts], axes, q, what, _fmt)
             other = math.exp(log_e) * _ew_bytes(shape)
             e_fwd, _ = nested([(c, f) for c, _, f in ew_pts], axes, q, what, _fmt)
             ew_fwd = e_fwd * other  # the forward's norms, activations, casts
-        else:
-            if gemm_pts:
-                log_g, n = nested([(c, v) for c, v, _ in gemm_pts], axes, q, f"{shape.family} matmuls", _fmt)
-                notes.extend(n)
-                gemm = min(rest, math.exp(log_g) * shape.gemm_flops())
-                g_fwd, _ = nested([(c, f) for c, _, f in gemm_pts], axes, q, f"{shape.family} matmuls", _fmt)
-            else:  # no replayed matmuls: the rest is an upper bound of the GEMM time
-                gemm, g_fwd = rest, 1.0 / 3.0
+        else:  # the rest per matmul FLOP, the matmuls inside it
+            gemm = min(rest, gemm)
             other = rest - gemm
-            ew_fwd = max(0.0, fwd_share * rest - gemm * g_fwd)  # the forward's norms, activations, casts
+            ew_fwd = max(0.0, fwd_share * rest - gemm * g_fwd)
         if software == "fused":
             fused = min(other, self._fused_elementwise(shape))
             ew_fwd *= fused / other if other > 0 else 0.0
@@ -686,8 +693,8 @@ class _Tables:
         by: dict[str, list] = {}
         for r in self.steps:
             s = layer_shape_of(r["layer"])
-            if s.ac == "op" or r["layers"] != 2:  # op steps measure the host (_step_host); more layers, the margin's
-                continue                         # growth (_margin_growth)
+            if s.ac == "op" or r["layers"] != 2:  # op steps measure the host (_step_host); more layers, a
+                continue                         # layer inside a step (_marginals)
             margin = max(0.0, r["peak_reserved_bytes"] - r["peak_allocated_bytes"]) / (4.0 * s.tokens * r["vocab"])
             own = None
             if s.ac == "none" and s.tp == 1 and r.get("loss", "upcast") == "upcast":
@@ -710,7 +717,7 @@ class _Tables:
                                                                                         else 2)
         opt, _ = self.optimizer(params)
         host = self.host_s(s, "eager", notes)
-        layer = (lay.compute_s + lay.memory_s) * self.in_step(s, notes)
+        layer = (lay.compute_s + lay.memory_s) * self.in_step(s)
         return max(r["layers"] * layer + c + m + emb + opt, r["layers"] * host)
 
     @functools.cached_property
@@ -718,28 +725,13 @@ class _Tables:
         """Per (family, ``none`` or ``full``): a layer's marginal time inside whole steps of one shape at two layer
         counts over the device work the lookups price for it — log of the ratio, over (hidden, tokens) — where
         the layer is device-bound there (module docstring, **Lookup**)."""
-        groups: dict[tuple, list[tuple[int, float]]] = {}
-        for r in self.steps:
-            if r["layer"].get("ac") not in ("none", "full") or r["layer"].get("tp", 1) != 1:
-                continue
-            groups.setdefault((tuple(sorted(r["layer"].items())), r["vocab"], r.get("loss", "upcast")),
-                              []).append((r["layers"], r["seconds"]))
         by: dict[tuple[str, str], list] = {}
-        for (layer, _, _), pts in groups.items():
-            (na, ta), (nb, tb) = min(pts), max(pts)
-            if nb == na:
-                continue
-            s = layer_shape_of(dict(layer))
-            try:
-                lay = self.layer(s, 1, "eager", [])
-            except (ProfileError, GridError):
-                continue
-            device, marginal = lay.compute_s + lay.memory_s, (tb - ta) / (nb - na)
-            if device >= HOST_PACED * marginal:  # device-bound: the ratio is the layer's, not the host's
+        for s, marginal, device in self._marginals:
+            if s.ac in ("none", "full") and s.tp == 1 and device >= HOST_PACED * marginal:  # not the host's
                 by.setdefault((s.family, s.ac), []).append(((s.hidden, s.tokens), math.log(marginal / device)))
         return by
 
-    def in_step(self, shape: LayerShape, notes: list[str]) -> float:
+    def in_step(self, shape: LayerShape) -> float:
         """How much slower a layer of ``shape`` runs inside a whole training step than its lookups price it
         (:attr:`_in_step`; ``full`` checkpointing as measured for ``full``, every other mode as ``none``); 1
         where the profile has no whole steps at two layer counts."""
