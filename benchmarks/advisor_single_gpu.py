@@ -285,15 +285,34 @@ def _nvml_clock(device: torch.device) -> tuple[float, float]:
         return 0.0, 0.0
 
 
-def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured:
-    """Train ``c`` for ``warmup + timed`` steps (module docstring)."""
+def train_step(c: Case, model: nn.Module, opt: torch.optim.Optimizer, batch: torch.Tensor, amp) -> None:
+    """One step of the user's loop: forward and loss under ``amp``, backward, optimizer step, zero_grad."""
+    x, y = batch[:, :-1], batch[:, 1:]
+    with amp:
+        logits = model(x)
+        if c.upcast:
+            loss = F.cross_entropy(logits.float().view(-1, c.vocab), y.reshape(-1))
+        else:
+            loss = F.cross_entropy(logits.view(-1, c.vocab), y.reshape(-1))
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
+def build(c: Case, device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer, list[torch.Tensor], object]:
+    """The case's model (built on ``device``), fused AdamW, two batches of tokens and the autocast context."""
     torch.manual_seed(0)
-    cuda = device.type == "cuda"
     with device:  # built and initialised on the GPU, as a user does with torch.device("cuda") for big models
         model = Model(c)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     data = [torch.randint(0, c.vocab, (c.mb, c.seq + 1), device=device) for _ in range(2)]
-    amp = torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda)
+    return model, opt, data, torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
+def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured:
+    """Train ``c`` for ``warmup + timed`` steps (module docstring)."""
+    cuda = device.type == "cuda"
+    model, opt, data, amp = build(c, device)
     if cuda:
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
@@ -302,18 +321,7 @@ def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured
         if step <= warmup and cuda:
             torch.cuda.synchronize(device)
         t0 = time.perf_counter()
-        batch = data[step % 2]
-        x, y = batch[:, :-1], batch[:, 1:]
-        with amp:
-            logits = model(x)
-            if c.upcast:
-                loss = F.cross_entropy(logits.float().view(-1, c.vocab), y.reshape(-1))
-            else:
-                loss = F.cross_entropy(logits.view(-1, c.vocab), y.reshape(-1))
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        del logits, loss
+        train_step(c, model, opt, data[step % 2], amp)
         if cuda:
             ev = torch.cuda.Event(enable_timing=True)
             ev.record()
