@@ -85,10 +85,10 @@ def test_issue_case_8b_memory_terms():
     m = memory(job(arch, global_batch=16, seq=8192, precision=Precision(), loss="upcast-del"),
                Layout(dp=8, shard="fsdp", mb=2, ac="op"))
     sbh = 8192 * 2 * 4096
-    # 32 layers keep 15.53 s b h; the layer being recomputed holds its working set, 41 s b h plus eager Llama's
-    # 2 + 2 (RMSNorm outputs before the weight, 16-bit residual) and K, V repeated to 32 heads 4 x (1 - 8/32) = 3;
-    # the last stage also keeps the final norm's and the head's inputs (2 + 2 s b h)
-    assert m.activations == pytest.approx(32 * (15.5 + 128 / 4096) * sbh + (41 + 4 + 3) * sbh + 4 * sbh)
+    # the peak is the start of backward: 32 layers keep 15.53 s b h; the last stage also keeps the final norm's and
+    # the head's inputs (2 + 2 s b h).  The layer recomputed later holds its working set, 41 s b h plus eager
+    # Llama's 2 + 2 and 4 x (1 - 8/32) = 3, once the loss's 12 B per logit are freed: 48 s b h = 3.2 GB < 25 GB
+    assert m.activations == pytest.approx(32 * (15.5 + 128 / 4096) * sbh + 4 * sbh)
     assert m.params + m.optimizer == pytest.approx(12 * arch.params() / 8)  # fp32 weights + Adam, sharded
     assert m.grads == 0  # one micro-batch: zero_grad(set_to_none) left none at the start of backward
     # the upcast loss in torchtitan's loop, which deletes its logits: 12 bytes per logit (log-softmax output, its
@@ -105,12 +105,13 @@ def test_fsdp_terms_for_llama3_70b_on_64_gpus():
     assert m.params == pytest.approx(2 * psi / 64)
     assert m.grads == pytest.approx(2 * psi / 64)  # 16-bit-weight stacks keep gradient buffers
     assert m.optimizer == pytest.approx(12 * psi / 64)
-    # full recompute: every layer's input, plus one layer's working set while it is recomputed; for Llama-3-70B
-    # (kv = h/8, f = 3.5 h, SwiGLU, no dropout) that set is 4 norms + 2 QKV in + 2 Q + 0.25 K + 0.25 V
-    # + 2 attention out + 2 MLP in + 4 x 7 SwiGLU tensors = 40.5 s b h bytes; + final norm and head inputs
-    # the recomputed layer's working set: 40.5 + eager Llama's 2 + 2 and 4 x (1 - 8/64) (module docstring)
-    assert m.activations == pytest.approx(80 * 2 * 8192 * 8192 + (40.5 + 4 + 3.5) * 8192 * 8192 + 4 * 8192 * 8192)
-    assert m.loss == pytest.approx(4 * 8192 * arch.vocab)  # fused: 16-bit logits and their gradient
+    # full recompute, at the start of backward: every layer's input + final norm and head inputs, and the fused
+    # loss's 16-bit logits and their gradient (4 B per logit: 4.2 GB).  The layer recomputed after the loss's
+    # tensors are freed holds its working set — for Llama-3-70B (kv = h/8, f = 3.5 h, SwiGLU, no dropout)
+    # 4 norms + 2 QKV in + 2 Q + 0.25 K + 0.25 V + 2 attention out + 2 MLP in + 4 x 7 SwiGLU tensors = 40.5 s b h,
+    # + eager Llama's 2 + 2 and 4 x (1 - 8/64): 48 s b h = 3.2 GB — less than the loss's
+    assert m.activations == pytest.approx(80 * 2 * 8192 * 8192 + 4 * 8192 * 8192)
+    assert m.loss == pytest.approx(4 * 8192 * arch.vocab)
     assert m.buffers == pytest.approx(6 * arch.layer_params())  # 2 gathered layers (bf16) + 1 layer of grads
     assert m.margin == ALLOCATOR_MARGIN_BYTES and m.runtime == RUNTIME_BYTES
     assert m.allocated == pytest.approx(sum(v for k, v in m.as_dict().items() if k not in ("margin", "runtime")))
@@ -165,8 +166,9 @@ def test_hsdp_shards_inside_a_machine():
 
 
 def test_recomputed_layer_holds_its_scores_without_flash():
+    # a vocabulary small enough that the recomputed layer, not the loss, sets the peak
     arch = models.Architecture(name="gpt", layers=40, hidden=1536, heads=16, kv_heads=16, ffn_hidden=6144,
-                               ffn_kind="gelu-4h", vocab=51200, seq=1024, tied_embeddings=True, biases=True,
+                               ffn_kind="gelu-4h", vocab=512, seq=1024, tied_embeddings=True, biases=True,
                                dropout=True)
     flash = memory(job(arch, global_batch=8, seq=1024, gpus=1), Layout(mb=8, ac="full"))
     plain = memory(job(arch, global_batch=8, seq=1024, gpus=1, kernels="unfused"), Layout(mb=8, ac="full"))
@@ -259,10 +261,60 @@ def test_the_loss_counts_the_logits_the_loop_holds_per_implementation():
 
 def test_eager_llama_saves_its_norm_outputs_and_repeated_kv():
     """Llama-3-8B (kv = h / 4) under autocast over fp32 weights, ac=none: eager adds RMSNorm's two outputs before
-    the weight at the fp32 residual's 4 B (8) and K, V repeated to every head 4 x (1 - 1/4) = 3: 11 s b h per
-    layer beyond the fused stack's."""
+    the weight at the fp32 residual's 4 B (8), K, V repeated to every head 4 x (1 - 1/4) = 3, and the norm
+    outputs cast to bf16 again for ``wk``, ``wv`` and ``w3`` (autocast's cache holds weights, not activations:
+    each linear casts its input itself) 3 x 2 = 6: 17 s b h per layer beyond the fused stack's.  Measured on the
+    H200 (benchmarks/results/memory-peak_h200x1_2026-12-04.txt, llama-160m): the norm output's bf16 cast live
+    once at each of ``wq``, ``wk`` and ``wv``'s lines, 0.331-0.346 GiB over 12 layers of 16,384 x 896 tokens."""
     arch = models.get("llama3-8b")
     sbh = 4096 * 1 * 4096
     eager = memory(job(arch, global_batch=1, seq=4096, precision=Precision()), Layout(mb=1))
     fused = memory(job(arch, global_batch=1, seq=4096, precision=Precision(), software="fused"), Layout(mb=1))
-    assert eager.activations - fused.activations == pytest.approx(32 * 11 * sbh)
+    assert eager.activations - fused.activations == pytest.approx(32 * 17 * sbh)
+
+
+def _gpt(layers: int, hidden: int, heads: int, seq: int) -> models.Architecture:
+    return models.Architecture(name="gpt", layers=layers, hidden=hidden, heads=heads, kv_heads=heads,
+                               ffn_hidden=4 * hidden, ffn_kind="gelu-4h", vocab=50304, seq=seq,
+                               tied_embeddings=True, biases=True, dropout=False)
+
+
+def test_full_checkpointing_peaks_at_the_loss_forward_with_every_cast_weight():
+    """benchmarks/advisor_single_gpu.py's gpt-1.5b (48 x 1600, 4 x 2048 tokens, full checkpointing, upcast loss,
+    bf16 autocast over fp32 weights): the allocated peak is inside the loss's forward, where autocast's cast cache
+    still holds every matmul weight's bf16 copy (the forward has not left ``torch.autocast``) beside the layers'
+    fp32 inputs, the bf16 logits, and ``log_softmax``'s fp32 input and output — what the H200's allocator history
+    showed live there (benchmarks/results/memory-peak_h200x1_2026-12-04.txt: 26.965 GiB)."""
+    arch = _gpt(48, 1600, 25, 2048)
+    m = memory(job(arch, global_batch=4, seq=2048, gpus=1, precision=Precision(), loss="upcast"),
+               Layout(mb=4, ac="full"))
+    sbh, logits = 2048 * 4 * 1600, 8192 * 50304
+    assert m.activations == pytest.approx(48 * 4 * sbh + (4 + 2) * sbh)  # fp32 layer inputs; norm, head inputs
+    assert m.autocast == 2 * arch.matmul_params()  # every layer's copy and the (tied) head's
+    assert m.loss == 10 * logits  # bf16 logits 2, fp32 copy 4, log-softmax output 4
+    assert m.grads == 0 and m.params == 4 * arch.params() and m.optimizer == 8 * arch.params()
+    assert m.allocated / 2**30 == pytest.approx(26.965, rel=0.02)
+
+
+def test_full_checkpointing_peaks_at_the_start_of_backward_without_the_recomputed_layer():
+    """gpt-650m-mb8 (24 x 1408, 8 x 1024 tokens, full, upcast): a smaller model, the same logits — the peak is the
+    start of backward: the loss's 12 B per logit and the logits the loop holds, only the head's bf16 copy (the cast
+    cache is gone, the layers' copies are recomputed), and no layer's working set yet (it is recomputed after the
+    loss's tensors are freed).  The H200 showed 13.859 GiB (memory-peak_h200x1_2026-12-04.txt)."""
+    arch = _gpt(24, 1408, 11, 1024)
+    m = memory(job(arch, global_batch=8, seq=1024, gpus=1, precision=Precision(), loss="upcast"),
+               Layout(mb=8, ac="full"))
+    sbh, logits = 1024 * 8 * 1408, 8192 * 50304
+    assert m.activations == pytest.approx(24 * 4 * sbh + (4 + 2) * sbh)
+    assert m.autocast == 2 * 50304 * 1408
+    assert m.loss == 14 * logits
+    assert m.allocated / 2**30 == pytest.approx(13.859, rel=0.02)
+
+
+def test_loss_bytes_per_logit_by_moment():
+    from gpucomm.advisor.memory import loss_bytes_per_logit
+
+    assert [loss_bytes_per_logit(k, 2, "forward") for k in ("upcast", "autocast", "upcast-del", "fused")] == [
+        10, 10, 10, 2]
+    assert [loss_bytes_per_logit(k, 2, "recompute") for k in ("upcast", "autocast", "upcast-del", "fused")] == [
+        2, 2, 0, 0]

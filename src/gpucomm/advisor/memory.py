@@ -1,13 +1,22 @@
 """Memory per GPU of one layout, term by term, as PyTorch holds it: allocated, reserved, and what must fit.
 
-The peak is taken at two moments and the larger wins (terms as at that moment):
+The peak is taken at four moments and the largest wins (terms as at that moment):
 
+* **the loss's forward** (the last micro-batch, still inside ``torch.autocast``): every activation of the
+  micro-batches in flight, the logits and the fp32 input and output of ``log_softmax``, and autocast's cast cache
+  — every matmul weight's 16-bit copy, checkpointed layers' too;
 * **the start of the last micro-batch's backward** (the loss's backward, the first op of backward): every
   activation of the micro-batches in flight, the loss's tensors, the 16-bit weight copies the forward
   saved, gathered weights, and the model states — gradients only where they already exist (gradient
   accumulation, or wrappers that keep them in persistent buffers; ``optimizer.zero_grad()`` sets them to
   None by default since PyTorch 2.0);
+* **the first layer recomputed** (``full`` and ``op`` checkpointing): the activations and that layer's whole
+  working set, once the loss's tensors are freed (only the logits the loop holds remain);
 * **the optimizer step**: weights, gradients, optimizer state and persistent buffers.
+
+On the H200 (``benchmarks/memory_peak.py``, the allocator's history replayed at its peak,
+``benchmarks/results/memory-peak_h200x1_2026-12-04.txt``) a 48-layer GPT with full checkpointing peaked in the
+loss's forward with 2.9 GiB of cast weights live, a 24-layer one at the start of backward, as these terms put them.
 
 **Model states** (ZeRO, Rajbhandari et al. SC'20): with ``w``, ``g`` bytes per weight and gradient and ``K``
 bytes of optimizer state per parameter (:class:`~gpucomm.advisor.precision.Precision`: 4, 4, 8 with fp32
@@ -45,11 +54,14 @@ parallel with sequence parallel (every term divides by t).  In units of ``s b h`
   them at full width, ``+ 3`` for 8B; counted at the GQA width here, as flash attention's native GQA stores.)
 
 **Eager Llama** (``Job.software`` ``eager``: a Llama layer as Meta's reference ``model.py`` and torchtitan write
-it, run without fusion) saves two things the derivation above does not: RMSNorm's normalised input before it
+it, run without fusion) saves things the derivation above does not: RMSNorm's normalised input before it
 is scaled by the weight, at the residual stream's width (``_norm(x.float()).type_as(x) * weight``: the
 multiply saves it for the weight's gradient; ``r + r``, 4 bytes each under autocast over fp32 weights), and K
 and V repeated to every head before SDPA (``repeat_kv``: SDPA saves its inputs at full width,
-``4 (1 - kv / h)`` beyond the GQA width).  (The rotary embedding's fp32 complex product saves nothing large:
+``4 (1 - kv / h)`` beyond the GQA width); under autocast over fp32 weights, the norm's output once more for each
+of ``wk``, ``wv`` and ``w3`` (``2 + 2 + 2``: autocast's cache holds weights, not activations, so each of the
+three linears that read a norm's fp32 output casts it to 16 bits and saves its own copy — measured, 16,384 x
+896 x 2 B live at each of ``wq``, ``wk``, ``wv`` in every layer of memory-peak's llama-160m).  (The rotary embedding's fp32 complex product saves nothing large:
 the frequencies need no gradient, so ``xq * freqs`` keeps only the frequencies.)  Fused stacks (``software``
 fused, compiled) fuse these away.
 
@@ -83,14 +95,16 @@ the start of backward the saved fp32 log-softmax, the fp32 gradient ``nll_loss``
 gradient of the upcast logits are alive together (3 x 4 bytes; the issue's 2 x 8192 x 128256 x 4 B = 7.8 GiB
 each for two 8,192-token Llama-3 samples), and the 16-bit logits themselves, which the loop a user writes holds
 (nanoGPT's ``logits, loss = model(X, Y)``; they stay alive through backward and the optimizer step): 14 bytes
-with 16-bit compute.  Cross-entropy on 16-bit logits under autocast holds the same (autocast runs
+with 16-bit compute.  During the loss's forward ``log_softmax`` writes its fp32 output while its fp32 input (the
+upcast logits) is alive: 8 bytes beside the logits.  Cross-entropy on 16-bit logits under autocast holds the same (autocast runs
 ``log_softmax`` in fp32).  ``fused`` = 4 bytes: the 16-bit logits and their 16-bit gradient.
 DataParallel computes the loss on device 0 over the whole gathered batch.
 
 **Autocast copies**: under ``torch.autocast`` over fp32 weights, every matmul casts its weight to 16 bits and
 saves the copy for backward (``cached_cast`` in ``aten/src/ATen/autocast_mode.h``; with the cast cache on,
 the copies also live until the autocast region is left), 2 bytes per matrix weight of the stage / t.  Full
-checkpointing frees the layers' copies (recomputed in backward); the head's stays.  FSDP's mixed precision
+and per-op checkpointing save none of the layers' copies (recomputed in backward), so they are freed when the
+forward leaves autocast; the head's stays.  FSDP's mixed precision
 gathers 16-bit weights instead (the gathered buffers below); 16-bit weights need no copies.
 
 **Buffers**: DDP's gradient buckets are a second gradient-sized buffer (``gradient_as_bucket_view=False``,
@@ -138,13 +152,24 @@ _ZERO3_LIVE_PARAMS = 1e9
 _ZERO3_REDUCE_BUCKET = 5e8
 _LOSS_BYTES = {"upcast": 12.0, "autocast": 12.0, "upcast-del": 12.0, "fused": 4.0}
 """Bytes per logit the loss's own tensors hold at the start of backward (module docstring, **Loss**)."""
+_LOSS_FWD_BYTES = {"upcast": 8.0, "autocast": 8.0, "upcast-del": 8.0, "fused": 0.0}
+"""Bytes per logit the loss's own tensors hold while its forward runs, beyond the logits (module docstring,
+**Loss**): the fp32 logits ``log_softmax`` reads and the fp32 output it writes."""
 
 
-def loss_bytes_per_logit(loss: str, compute_bytes: float) -> float:
-    """Bytes per logit at the loss's peak (module docstring, **Loss**): ``upcast`` and ``autocast`` also count the
-    16-bit logits the training loop holds (``logits = model(x)``, alive until the step ends); ``upcast-del``'s
-    loop deletes them before backward (torchtitan); ``fused``'s 4 include them."""
-    return _LOSS_BYTES[loss] + (compute_bytes if loss in ("upcast", "autocast") else 0.0)
+def loss_bytes_per_logit(loss: str, compute_bytes: float, at: str = "backward") -> float:
+    """Bytes per logit the logits and the loss hold ``at`` one moment of the step (module docstring, **Loss**):
+    ``backward`` (its start): the loss's tensors, and for ``upcast`` and ``autocast`` the 16-bit logits the
+    training loop holds (``logits = model(x)``, alive until the step ends; ``upcast-del``'s loop deletes them
+    before backward, torchtitan; ``fused``'s 4 include them); ``forward`` (the loss's forward): the logits and
+    the fp32 input and output of ``log_softmax``; ``recompute`` (a checkpointed layer rerun later in backward,
+    the loss's tensors freed): the logits the loop still holds."""
+    held = compute_bytes if loss in ("upcast", "autocast") else 0.0
+    if at == "forward":
+        return _LOSS_FWD_BYTES[loss] + compute_bytes
+    if at == "recompute":
+        return held
+    return _LOSS_BYTES[loss] + held
 _TERMS = ("params", "grads", "optimizer", "activations", "loss", "autocast", "buffers")
 
 
@@ -186,7 +211,7 @@ class MemoryTerms:
 
 
 def activation_terms(arch: Architecture, ac: str, flash: bool = True, s: float = 0.0,
-                     residual_bytes: float = 2.0, eager: bool = False) -> dict[str, float]:
+                     residual_bytes: float = 2.0, eager: bool = False, autocast: bool = False) -> dict[str, float]:
     """One layer's stored activations of ``arch``, tensor by tensor, in bytes per ``s b h`` (module doc).
 
     ``s`` (tokens of one sequence on this GPU) matters only for the score terms, when ``flash`` is False.
@@ -195,7 +220,8 @@ def activation_terms(arch: Architecture, ac: str, flash: bool = True, s: float =
     fp32 weights (the embedding and the residual adds stay fp32; ``layer_norm`` and ``rms_norm`` are on
     autocast's fp32 list, ``aten/src/ATen/autocast_mode.h``).  Other tensors are 16-bit: multiply by 2 for
     fp32 compute (:func:`layer_bytes`).  ``eager``: a Llama layer written as Meta's reference ``model.py`` runs
-    in eager PyTorch (module docstring, **Eager Llama**), which saves more than the derivation above.
+    in eager PyTorch (module docstring, **Eager Llama**), which saves more than the derivation above; with
+    ``autocast`` (over fp32 weights) also the norm outputs autocast casts again for each matmul that reads them.
     """
     h, a = arch.hidden, arch.heads
     kv_h, f_h = arch.kv_dim / h, arch.ffn_hidden / h
@@ -218,6 +244,8 @@ def activation_terms(arch: Architecture, ac: str, flash: bool = True, s: float =
         if eager:
             terms["norm outputs before the weight"] = 2.0 * r
             terms["K and V repeated to every head (repeat_kv)"] = 4.0 * (1.0 - kv_h)
+            if autocast:
+                terms["norm outputs cast again for wk, wv and w3 (autocast caches weights only)"] = 6.0
     else:
         terms.update({"GeLU input": 2.0 * f_h, "GeLU output": 2.0 * f_h})
     if arch.dropout:
@@ -238,7 +266,7 @@ def layer_bytes(arch: Architecture, ac: str, *, flash: bool, s: float, autocast:
     16-bit terms as derived, doubled for fp32 compute (dropout masks stay 1 byte); the residual stream fp32
     under autocast."""
     terms = activation_terms(arch, ac, flash, s, residual_bytes=4.0 if autocast or compute_bytes == 4 else 2.0,
-                             eager=eager)
+                             eager=eager, autocast=autocast)
     scale = compute_bytes / 2
     return sum(v if k in ("dropout masks", "layer input", "block input", "norm inputs", "norm outputs before the "
                           "weight") or "fp32" in k
@@ -384,17 +412,17 @@ def memory(job: Job, layout: Layout, margin_bytes: float | None = None) -> Memor
         w, g, opt = model_state_terms(zero, p, n, weight_bytes=prec.weight_bytes, grad_bytes=prec.grad_bytes,
                                       optimizer_bytes=prec.optimizer_bytes)
         acts = in_flight(L, r, layers, m) * per_layer
-        if L.ac in ("full", "op") and layers:  # the layer being recomputed holds its full working set
-            acts += working
-        loss = 0.0
+        logits = 0.0
         if last:
             acts += (4.0 if cast else c) * sbh + c * sbh  # final norm input, head input
-            tokens = s * (job.global_batch if wrap == "dataparallel" else L.mb)
-            loss = loss_bytes_per_logit(job.loss, c) * tokens * arch.vocab / tp
-        autocast = 0.0
-        if cast:
-            head = arch.vocab * arch.hidden / tp if last else 0.0
-            autocast = 2.0 * (head if L.ac == "full" else mm)
+            logits = s * (job.global_batch if wrap == "dataparallel" else L.mb) * arch.vocab / tp
+        # the layer being recomputed in backward holds its full working set, after the loss's tensors are freed
+        working_r = working if L.ac in ("full", "op") and layers else 0.0
+        # autocast's cast cache holds every matmul weight's 16-bit copy until the forward leaves autocast; in
+        # backward only the copies the graph saved: all of them without checkpointing, the head's with it
+        cast_fwd = 2.0 * mm if cast else 0.0
+        cast_bwd = (2.0 * (arch.vocab * arch.hidden / tp if last else 0.0) if L.ac in ("full", "op")
+                    else cast_fwd) if cast else 0.0
         grads_a = g if (m > 1 or persistent) else 0.0
         buffers = 0.0
         if gathered:
@@ -409,8 +437,15 @@ def memory(job: Job, layout: Layout, margin_bytes: float | None = None) -> Memor
             buffers = min(BUCKET_BYTES, g)
         elif wrap == "ddp" and not persistent:
             buffers = prec.grad_bytes * p  # DDP's buckets: a second copy of the gradients
-        for phase in ((w, grads_a, opt, acts, loss, autocast, buffers),  # the start of backward
-                      (w, g, opt, 0.0, 0.0, 0.0, 0.0 if gathered else buffers)):  # the optimizer step
+        phases = [(w, grads_a, opt, acts, loss_bytes_per_logit(job.loss, c, "forward") * logits, cast_fwd,
+                   buffers),  # the loss's forward
+                  (w, grads_a, opt, acts, loss_bytes_per_logit(job.loss, c) * logits, cast_bwd,
+                   buffers),  # the start of backward
+                  (w, g, opt, 0.0, 0.0, 0.0, 0.0 if gathered else buffers)]  # the optimizer step
+        if working_r:  # the first layer recomputed
+            phases.append((w, grads_a, opt, acts + working_r, loss_bytes_per_logit(job.loss, c, "recompute")
+                           * logits, cast_bwd, buffers))
+        for phase in phases:
             terms = _device(phase, wrap, job.colocated)
             total = sum(terms)
             if total > best_sum:
