@@ -18,8 +18,11 @@ cases.  The prediction comes through the advisor's CLI contract, one call per ca
         --global-batch MB --loss upcast|autocast --host profile|this --json
 
 (``step_time_s``, ``memory_allocated_bytes``, ``memory_reserved_bytes`` of its first row).  ``--host this``
-(this script's ``--host``) prices a host-paced step with this machine's host instead of the profile's: the
-advisor times the profile's host-paced points on this GPU (a second or so) and scales.  The shapes are
+(this script's default where the cases run on a GPU: the steps run on this machine, so its host paces the
+host-bound ones) prices a host-paced step with this machine's host instead of the profile's: the advisor times
+the profile's host-paced op layer points on this GPU (five timings each, a few seconds) and scales.  That is
+not calibration — it times none of the cases, only the profile's own points — and the script times the same
+probe again after the cases, to show how far the host moved meanwhile.  The shapes are
 chosen off the compute profile's grid (hidden sizes it does not measure, head dims 64/80/128, token counts that
 are not powers of two), since the advisor is checked on shapes it has not seen.
 
@@ -362,6 +365,19 @@ def predict(c: Case, hardware: str, host: str = "profile") -> dict:
     return row
 
 
+def _probe_again(hardware: str) -> str:
+    """The advisor's ``--host this`` probe run once more (:func:`gpucomm.advisor.compute.measure.host_ratios`)
+    on the profile shipped for ``hardware``."""
+    from gpucomm.advisor.compute import measure, profile, source
+
+    name = source.SHIPPED.get(hardware)
+    prof = source.shipped(name) if name else None
+    if prof is None:
+        return f"no measured profile ships for {hardware}"
+    ratios, _ = measure.host_ratios(profile.ProfileSource(prof))
+    return ", ".join(f"{fam} x{r:.2f}" for fam, r in sorted(ratios.items()))
+
+
 def _err(pred: float, meas: float) -> float:
     return pred / meas - 1 if meas > 0 else float("nan")
 
@@ -417,9 +433,10 @@ def main(argv: list[str] | None = None) -> int:
                          ".txt, or the .json sidecar --out writes beside it) and compare with its measurements")
     ap.add_argument("--hardware", default="h200-nvswitch", help="the --hardware the advisor predicts for")
     ap.add_argument("--only", nargs="+", help="case names to run")
-    ap.add_argument("--host", default="profile", choices=("profile", "this"),
-                    help="gpucomm advise --host: profile (default: the measuring machine's host) or this (this "
-                         "machine's, timed on its GPU: needs the profile's GPU here)")
+    ap.add_argument("--host", default="auto", choices=("auto", "profile", "this"),
+                    help="gpucomm advise --host: this (this machine's host, timed on its GPU: needs the profile's "
+                         "GPU here), profile (the measuring machine's host), or auto (default: this where the "
+                         "cases run on a GPU, profile for --repredict and --cpu-smoke)")
     ap.add_argument("--out", help="also write the report to this file (and the measurements to its .json sidecar)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
@@ -437,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
               "--repredict RESULTS to predict an earlier GPU run again", file=sys.stderr)
         return 2
     device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
+    if args.host == "auto":  # the steps run on this machine: its host paces them, so price this host
+        args.host = "this" if cuda else "profile"
     cases = SMOKE if args.cpu_smoke else CASES
     if args.repredict:
         cases = tuple(c for c in cases if c.name in earlier)
@@ -493,6 +512,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{m.allocated / GiB:.1f} / {p['memory_allocated_bytes'] / GiB:.1f} GiB | {_pct(ea)} | "
             f"{m.reserved / GiB:.1f} / {p['memory_reserved_bytes'] / GiB:.1f} GiB | {_pct(er)} |{r_then}")
     wall = time.perf_counter() - t0
+    if args.host == "this" and not args.repredict:
+        say()
+        say(f"host probe again after the cases (the host's drift while they ran): {_probe_again(args.hardware)}")
     say()
     ts = [abs(r[3]) for r in rows]
     rs = [abs(r[5]) for r in rows if r[1].reserved > 0]

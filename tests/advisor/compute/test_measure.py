@@ -98,7 +98,8 @@ def test_an_interrupt_keeps_what_was_measured_and_a_broken_point_is_named(monkey
 
 def test_host_ratios_time_the_profiles_host_paced_points_again_here():
     """The ratio is this machine's time of the profile's op point over the profile's: a profile that recorded
-    the point 100 x slower than this machine runs it reads about 0.01; one 100 x faster about 100."""
+    the point 10,000 x slower than this machine runs it reads about 1e-4; one 10,000 x faster about 1e4 (the
+    factors leave room for a loaded CPU, where one timing of the same point moves 40x)."""
     la = LayerShape(family="gpt", hidden=64, heads=4, kv_heads=4, ffn=256, seq=16, mb=1, ac="op")
     grid = Grid(layers=(LayerShape(**{**la.key(), "ac": "none"}), la),
                 attention=(AttentionShape(head_dim=16, heads=4, seq=16),),
@@ -109,11 +110,12 @@ def test_host_ratios_time_the_profiles_host_paced_points_again_here():
     src = profile.ProfileSource(p)
     (row,) = [r for r in p.points["layer"] if r["ac"] == "op"]
     src.host_points = lambda: {"gpt": row}  # the point, whatever the CPU's lookups call host-paced
-    for factor, check in ((100.0, lambda r: r < 0.1), (0.01, lambda r: r > 10)):
+    for factor, check in ((1e4, lambda r: r < 0.1), (1e-4, lambda r: r > 10)):
         scaled = dict(row, fwd_s=row["fwd_s"] * factor, bwd_s=row["bwd_s"] * factor)
         src.host_points = lambda scaled=scaled: {"gpt": scaled}
         ratios, line = measure.host_ratios(src)
-        assert check(ratios["gpt"]) and line.startswith("host: this machine's") and "x" in line
+        assert check(ratios["gpt"]), (factor, ratios, line)
+        assert line.startswith("host: this machine's") and "median of 5" in line
 
 
 def test_host_ratios_refuse_without_the_profiles_gpu():

@@ -54,7 +54,7 @@ from gpucomm.advisor.compute.shapes import (
     work,
 )
 
-__all__ = ["device_info", "host_ratios", "measure", "point_key", "time_phases"]
+__all__ = ["HOST_REPEATS", "device_info", "host_ratios", "measure", "point_key", "time_phases"]
 
 
 def _sync(device: torch.device) -> None:
@@ -369,10 +369,18 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
 
 
 
-def host_ratios(src: ProfileSource) -> tuple[dict[str, float], str]:
+HOST_REPEATS = 5
+"""Times :func:`host_ratios` times each family's point, round-robin, taking the median.  One H200 machine's host
+moved the ratio of back-to-back single timings by up to 1.6x within a minute (0.83-1.36 for one point,
+benchmarks/results/gpu-logs-r9_h200x1_2026-12-04/host-probe.txt); the median of five is what a
+neighbour's burst of load does not set alone (about a second per timing)."""
+
+
+def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[str, float], str]:
     """This machine's host against the profile's: per family, the time of the profile's most host-paced ``op``
     layer point (:meth:`ProfileSource.host_points`) timed again here, on a GPU of the profile's model, the way
-    the profile timed it, over the time the profile recorded — and the assumption line that says so.
+    the profile timed it — ``repeats`` times, families interleaved, the median — over the time the profile
+    recorded; and the assumption line that says so.
 
     Both times are the same module at the same shape on the same GPU model, paced by the host that issues its
     kernels (the device fills well under half of it), so their ratio is the hosts' (``gpucomm advise --host
@@ -399,16 +407,22 @@ def host_ratios(src: ProfileSource) -> tuple[dict[str, float], str]:
             raise ProfileError(f"--host this: the profile was measured on {prof.gpu} and this machine's GPU is "
                                f"{here_name}; run it where the profile's GPU is, or leave --host out")
     ctx = _Ctx(device, prof.precision, prof.software)
+    times: dict[str, list[float]] = {fam: [] for fam in points}
+    for _ in range(max(1, repeats)):
+        for fam, row in sorted(points.items()):
+            s = layer_shape_of(row)
+            got = _layer(ctx, s, expected_s("layer", s, Rates()))
+            times[fam].append(got["fwd_s"] + got["bwd_s"])
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
     ratios, said = {}, []
     for fam, row in sorted(points.items()):
         s = layer_shape_of(row)
-        got = _layer(ctx, s, expected_s("layer", s, Rates()))
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-        here, there = got["fwd_s"] + got["bwd_s"], row["fwd_s"] + row["bwd_s"]
+        here, there = statistics.median(times[fam]), row["fwd_s"] + row["bwd_s"]
         ratios[fam] = here / there
+        spread = f", {min(times[fam]) * 1e3:.2f}-{max(times[fam]) * 1e3:.2f}" if len(times[fam]) > 1 else ""
         said.append(f"{fam} {s.hidden}-wide {s.mb}x{s.seq} op layer {there * 1e3:.2f} ms in the profile, "
-                    f"{here * 1e3:.2f} ms here (x{here / there:.2f})")
+                    f"{here * 1e3:.2f} ms here (median of {len(times[fam])}{spread}; x{here / there:.2f})")
     from gpucomm.env import collect_env
 
     cpu_here = collect_env(device.type).host.get("cpu_model", "?")
