@@ -1,0 +1,136 @@
+"""How steady is ``gpucomm advise --host this``'s reading of a host, and what does a whole step read there?
+
+``--host this`` times the shipped profile's most host-paced ``op`` layer point per family on this machine's GPU
+and scales the profile's host time by the ratio (:func:`gpucomm.advisor.compute.measure.host_ratios`).  The
+time it scales is a layer's marginal time inside whole ``op`` steps (the profile's steps of 2 and 8 layers,
+``profile._Tables._step_host``), measured on the profile's machine at one moment.  This script, on a GPU of the
+profile's model, repeats ``rounds`` times, interleaved:
+
+* the isolated probe, one timing per family (the ratio ``--host this`` takes a median of);
+* the same shapes' whole ``op`` steps at the profile's two layer counts, and their marginal per layer over the
+  profile's (what a step-based probe would read);
+* a CPU-only dispatch proxy: 5 x 5,000 ``x.add_(1)`` on a one-element CPU tensor, the median microseconds per
+  call (the host alone, no GPU).
+
+It prints one row per round and the medians.  Usage (one GPU of the shipped profile's model)::
+
+    PYTHONPATH=src python benchmarks/host_probe.py --rounds 5 --out benchmarks/results/host-probe_h200x1_DATE.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "src") not in sys.path:
+    sys.path.insert(0, str(ROOT / "src"))  # run from the tree, as the GPU machine does (PYTHONPATH=src)
+
+
+def cpu_proxy_us() -> float:
+    """Median microseconds of one ``x.add_(1)`` on a one-element CPU tensor (5 windows of 5,000 calls)."""
+    x = torch.zeros(1)
+    windows = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(5000):
+            x.add_(1)
+        windows.append((time.perf_counter() - t) / 5000 * 1e6)
+    return statistics.median(windows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from gpucomm.advisor.compute import measure, profile, source
+    from gpucomm.advisor.compute.profile import layer_shape_of
+    from gpucomm.advisor.compute.shapes import Rates, StepShape, expected_s
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    ap.add_argument("--hardware", default="h200-nvswitch", help="the shipped profile's --hardware")
+    ap.add_argument("--out", help="also write the report to this file")
+    args = ap.parse_args(argv)
+    if args.rounds < 1:
+        print(f"host_probe: error: --rounds: expected a count >= 1, but got {args.rounds}; pass --rounds 5",
+              file=sys.stderr)
+        return 2
+    name = source.SHIPPED.get(args.hardware)
+    prof = source.shipped(name) if name else None
+    if prof is None or not torch.cuda.is_available() or torch.cuda.get_device_name() != prof.gpu:
+        print(f"host_probe: error: needs a GPU of the profile shipped for --hardware {args.hardware} "
+              f"({prof.gpu if prof else 'none ships'})", file=sys.stderr)
+        return 2
+    src = profile.ProfileSource(prof)
+    points = src.host_points()
+    steps: dict[str, list] = {}
+    for r in prof.points["step"]:
+        s = layer_shape_of(r["layer"])
+        for fam, row in points.items():
+            if s == layer_shape_of(row):
+                steps.setdefault(fam, []).append(r)
+    lines: list[str] = []
+
+    def say(line: str = "") -> None:
+        lines.append(line)
+        print(line, flush=True)
+
+    say("# How steady is --host this's reading of the host, and what do whole op steps read")
+    say()
+    say(f"command: python benchmarks/host_probe.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    from gpucomm.env import collect_env
+
+    say(f"date: {_dt.date.today().isoformat()}; device: {torch.cuda.get_device_name()}; host CPU "
+        f"{collect_env('cpu').host.get('cpu_model', '?')}; profile {prof.source} (its host: "
+        f"{prof.env.get('host', {}).get('cpu_model', 'not recorded')})")
+    for fam, rows in sorted(steps.items()):
+        say(f"profile {fam}: op layer point {(points[fam]['fwd_s'] + points[fam]['bwd_s']) * 1e3:.2f} ms; whole op "
+            "steps " + ", ".join(f"{r['layers']} layers {r['seconds'] * 1e3:.1f} ms" for r in
+                                  sorted(rows, key=lambda r: r["layers"])))
+    say()
+    fams = sorted(points)
+    say("| round | " + " | ".join(f"{f} layer x | {f} step marginal ms (x)" for f in fams) + " | cpu add_ us |")
+    say("|---:|" + "---:|---:|" * len(fams) + "---:|")
+    ctx = measure._Ctx(torch.device("cuda", torch.cuda.current_device()), prof.precision, prof.software)
+    got: dict[str, list[float]] = {}
+    for i in range(args.rounds):
+        cells = []
+        for fam in fams:
+            row = points[fam]
+            s = layer_shape_of(row)
+            lay = measure._layer(ctx, s, expected_s("layer", s, Rates()))
+            ratio = (lay["fwd_s"] + lay["bwd_s"]) / (row["fwd_s"] + row["bwd_s"])
+            got.setdefault(f"{fam} layer", []).append(ratio)
+            cells.append(f"{ratio:.2f}")
+            rows = sorted(steps.get(fam, []), key=lambda r: r["layers"])
+            if len(rows) >= 2:
+                a, b = rows[0], rows[-1]
+                here = []
+                for r in (a, b):
+                    st = StepShape(layer=s, vocab=r["vocab"], layers=r["layers"], loss=r.get("loss", "upcast"))
+                    here.append(measure._step(ctx, st, expected_s("step", st, Rates()))["seconds"])
+                    torch.cuda.empty_cache()
+                m_here = (here[1] - here[0]) / (b["layers"] - a["layers"])
+                m_there = (b["seconds"] - a["seconds"]) / (b["layers"] - a["layers"])
+                got.setdefault(f"{fam} step", []).append(m_here / m_there)
+                cells.append(f"{m_here * 1e3:.2f} (x{m_here / m_there:.2f})")
+            else:
+                cells.append("—")
+        proxy = cpu_proxy_us()
+        got.setdefault("cpu", []).append(proxy)
+        say(f"| {i} | " + " | ".join(cells) + f" | {proxy:.2f} |")
+    say()
+    say("medians: " + "; ".join(f"{k} x{statistics.median(v):.2f} (range {min(v):.2f}-{max(v):.2f})"
+                                if k != "cpu" else f"cpu add_ {statistics.median(v):.2f} us"
+                                for k, v in got.items()))
+    if args.out:
+        Path(args.out).write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
