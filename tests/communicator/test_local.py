@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from gpucomm.comm import _kernels
 from gpucomm.communicator import LocalCommunicator
 from gpucomm.testing import check_ranks, requires_gpus
 
@@ -51,25 +52,31 @@ def test_local_communicator_through_torchs_loops(n, torch_loops):
 
 @requires_gpus(1)
 def test_held_routes_run_torchs_own_loops_on_cuda():
-    """The held routes hand torch's real C++ loops what they take (the CPU tests run stand-ins of them)."""
+    """The held routes hand torch's real C++ loops what they take (the CPU tests run stand-ins of them): the
+    communicator's own methods, and the same routes made to say whether the loop took the call."""
     comm = LocalCommunicator(["cuda:0"] * 3)
+    assert {"broadcast", "scatter"} <= set(vars(comm))  # the held routes are this instance's methods
+    broadcast, scatter = (_kernels.held_route(name, comm._held_by) for name in ("broadcast", "scatter"))
     ts = [torch.full((4,), float(p), device="cuda:0") for p in range(3)]
-    assert comm._fast_broadcast(ts, ts, 1) and comm._fast_broadcast(ts, ts, 1)  # checked, then remembered
+    assert broadcast(ts, ts, 1) and broadcast(ts, ts, 1)  # checked, then remembered
     assert all(torch.equal(t, torch.ones(4, device="cuda:0")) for t in ts)
+    assert comm.broadcast(ts, 0) == ts and comm.broadcast(ts, 0) == ts
     src, outs = torch.arange(6.0, device="cuda:0"), [torch.zeros(2, device="cuda:0") for _ in range(3)]
-    assert comm._fast_scatter([None, src, None], outs, 1) and torch.equal(torch.cat(outs), src)
+    assert scatter([None, src, None], outs, 1) and torch.equal(torch.cat(outs), src)
+    assert comm.scatter(outs, [None, src.flip(0), None], 1) == tuple(outs) and torch.equal(torch.cat(outs), src.flip(0))
     ts[2].data = ts[1]  # two participants now share one storage: asked again, refused
-    assert not comm._fast_broadcast(ts, ts, 0)
-    assert not comm._fast_scatter([None, src, None], [outs[0], outs[1], torch.zeros(3, device="cuda:0")], 1)
+    assert not broadcast(ts, ts, 0)
+    assert not scatter([None, src, None], [outs[0], outs[1], torch.zeros(3, device="cuda:0")], 1)
 
 
 @requires_gpus(2)
 def test_a_held_route_asks_again_when_data_moves_a_tensor_to_another_gpu():
     comm = LocalCommunicator(["cuda:0", "cuda:1"])
+    broadcast = _kernels.held_route("broadcast", comm._held_by)
     ts = [torch.ones(4, device="cuda:0"), torch.zeros(4, device="cuda:1")]
-    assert comm._fast_broadcast(ts, ts, 0)
+    assert broadcast(ts, ts, 0) and comm.broadcast(ts, 0) == ts
     ts[1].data = torch.zeros(4, device="cuda:0")  # the same tensor object, now on participant 0's device
-    assert not comm._fast_broadcast(ts, ts, 0)
+    assert not broadcast(ts, ts, 0)
     with pytest.raises(ValueError, match=r"tensors\[1\]: expected a tensor on cuda:1"):
         comm.broadcast(ts, 0)
 
@@ -81,7 +88,7 @@ def test_a_communicator_with_held_routes_pickles_and_its_copy_routes_afresh(torc
     ts = [torch.ones(2), torch.zeros(2)]
     comm.broadcast(ts, 0)
     copy = pickle.loads(pickle.dumps(comm))
-    assert copy.devices == comm.devices and copy._fast_broadcast is not comm._fast_broadcast
+    assert copy.devices == comm.devices and vars(copy)["broadcast"] is not vars(comm)["broadcast"]
     assert copy.broadcast([torch.full((2,), 3.0), ts[1]], 0)[1].tolist() == [3.0, 3.0]
     assert torch_loops == ["broadcast", "broadcast"]
 
@@ -108,6 +115,12 @@ def test_remembered_calls_refuse_what_a_fresh_communicator_refuses(torch_loops):
         lambda c: c.scatter([outs[0], outs[1], torch.zeros(3)], [None, src, None], 1),
         lambda c: c.scatter(outs, [None, None, None], 1),
         lambda c: c.scatter([outs[0], outs[0][:], outs[2]], [None, src, None], 1),  # two outputs, one storage
+        lambda c: c.scatter(outs, [None, src, None], True),  # a bool is not a participant index
+        lambda c: c.scatter(outs, [src, src, src], -2),  # nor a negative one
+        lambda c: c.broadcast(ts, True),
+        lambda c: c.scatter(outs, [None, src, None, None], 1),  # n + 1 inputs
+        lambda c: c.scatter((o for o in outs), [None, src, None], 1),  # an iterator is not a list of outputs
+        lambda c: c.broadcast({0: ts[0], 1: ts[1], 2: ts[2]}, 1),  # nor a dict
     ]
     for case in cases:
         fresh = LocalCommunicator(["cpu"] * 3)
@@ -115,6 +128,18 @@ def test_remembered_calls_refuse_what_a_fresh_communicator_refuses(torch_loops):
     outs[1].resize_(1)  # the same storage, now a chunk too small
     assert _refusal(lambda: warm.scatter(outs, [None, src, None], 1))[1].startswith("outputs[1]: expected shape [2]")
     assert torch_loops == ["broadcast", "scatter"]
+
+
+def test_a_subclass_that_defines_a_held_method_keeps_its_own(torch_loops):
+    class Mine(LocalCommunicator):
+        def broadcast(self, tensors, root=0):
+            return "mine"
+
+    comm, plain = Mine(["cpu"] * 2), LocalCommunicator(["cpu"] * 2)
+    ts = [torch.ones(2), torch.zeros(2)]
+    assert comm.broadcast(ts) == "mine" and "broadcast" not in vars(comm) and "scatter" in vars(comm)
+    assert plain.broadcast(ts) == ts and plain.broadcast.__name__ == "broadcast" and plain.broadcast.__doc__
+    assert torch_loops == ["broadcast"]
 
 
 # ----- argument checks (no communication needed) --------------------------------------------------

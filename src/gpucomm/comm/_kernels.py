@@ -247,15 +247,21 @@ def local_forms() -> dict[str, LocalForm]:
 
 
 # ----- held routes: a LocalCommunicator's plain calls into torch's loops, remembered per storage --------
-HeldRoute = Callable[[Any, Any, int], bool]
-"""``route(inputs, outputs, root)``: run a LocalCommunicator's plain call of one row through torch's C++ loop
-when every check (the Communicator's: one tensor per participant on its device, a root among them; gpucomm's:
-storages of their own; torch's own) passes, and return True; otherwise return False, having written nothing
-unless torch's loop itself failed after its checks (a ``copy_`` refusal part-way: the checked route then calls
-the same loop again, and its copies write the same values), and the caller runs its named checks and route."""
+HeldRoute = Callable[..., Any]
+"""A row's held route: a function with the parameters it was made with (:func:`held_route`; by default
+``route(inputs, outputs, root)``) that runs a LocalCommunicator's plain call of the row through torch's C++
+loop when every check (the Communicator's: one tensor per participant on its device, a root among them;
+gpucomm's: storages of their own, equal chunks; torch's own) passes, and returns ``result`` (by default True);
+otherwise it returns ``refused(...)`` of the same arguments (by default False), having written nothing unless
+torch's loop itself failed after its checks (a ``copy_`` refusal part-way: the checked route then calls the
+same loop again, and its copies write the same values); ``refused`` runs the named checks and route."""
 
 _MEMO_ENTRIES = 64  # checked calls remembered per route (storage sets that alternate, e.g. one per layer); then
 # the memo starts again (an entry is filed under its first storage's id: sets sharing that storage replace each other)
+
+
+class _Refused(ValueError):
+    """A held route's miss path: this call is not one to remember (the route returns ``refused(...)``)."""
 
 
 def _remember(memo: dict, root: int, tensors: tuple, storages: tuple, devices: tuple) -> tuple | None:
@@ -270,6 +276,27 @@ def _remember(memo: dict, root: int, tensors: tuple, storages: tuple, devices: t
     return entry
 
 
+def _recall(memo: dict, root: Any, tensors: tuple, storages: tuple, devices: tuple, rooted: bool) -> tuple:
+    """A route's miss path (the call does not view the storages of the entry it last used): the entry filed under
+    the first storage when the call views its storages (and, ``rooted``, has its root), else a fresh check
+    (:func:`_remember`).  Raises :class:`_Refused` for a root that is not a participant index (an int: not a
+    bool) or a call the check refuses."""
+    n = len(devices)
+    if type(root) is not int or not 0 <= root < n:
+        raise _Refused
+    e = memo.get(id(storages[0]))
+    if e is not None and (not rooted or e[0] == root) and all(map(_held_by, storages, e[1:])):
+        return e
+    e = _remember(memo, root, tensors, storages, devices + (devices[root],) if rooted else devices)
+    if e is None:
+        raise _Refused
+    return e
+
+
+def _held_by(storage: Any, ref: weakref.ref) -> bool:
+    return storage is ref()
+
+
 def _gone() -> None:
     """A reference to no storage: what a route's first entry holds before any call was checked."""
     return None
@@ -282,80 +309,82 @@ def _each(n: int, fmt: str, sep: str = ", ") -> str:
     return sep.join(fmt.format(i=i) for i in range(n))
 
 
-def _route_source(name: str, n: int) -> str:
+def _listed(arg: str) -> str:
+    """A list or a tuple (the containers a route unpacks: never an iterator it would consume), a list asked first."""
+    return f"(type({arg}) is list or type({arg}) is tuple)"
+
+
+def _route_source(name: str, n: int, params: Sequence[str], defaults: Mapping[str, Any], result: str,
+                  cuda: bool) -> str:
     """The source of ``name``'s held route for ``n`` participants, unrolled (a loop over the tensors costs about
-    half as much again per tensor in CPython: iterator, tuple unpacking).  The route asks first whether the
-    call views the storages of the call it last checked (``last``), then the entry filed under its first
-    storage, and only then checks the call afresh (:func:`_remember`)."""
+    half as much again per tensor in CPython: iterator, tuple unpacking), as a function of ``params``.  The route
+    asks first whether the call views the storages of the entry it last used (``last``: one storage read and one
+    identity test per tensor), and only then the memo and a fresh check (:func:`_recall`).  ``cuda``: every
+    participant is a CUDA device, so the root's input is never a host tensor to stage (no size read)."""
     rooted = name == "scatter"  # the entry's root matters: the root's input is one of the tensors asked
+    ins = "tensors" if "tensors" in params else "inputs"
+    outs = "tensors" if "tensors" in params else "outputs"
+    signature = ", ".join(f"{p}=defaults[{p!r}]" if p in defaults else p for p in params)
     ts = _each(n, "t{i}") + (", src" if rooted else "")
     ss = _each(n, "s{i}") + (", ss" if rooted else "")
     refs = _each(n, "r{i}") + (", rs" if rooted else "")
-    same = ("at == root and " if rooted else "") + _each(n, "s{i} is r{i}()", " and ") + (
-        " and ss is rs()" if rooted else "")
-    want = "devices + (devices[root],)" if rooted else "devices"
+    same = _each(n, "s{i} is r{i}()", " and ") + (" and ss is rs()" if rooted else "")
+    staged = "" if cuda else f"""
+                if not cuda_at[root] and {"src" if rooted else f"{ins}[root]"}.nbytes > DIRECT_MAX_BYTES:
+                    raise _Refused"""
     if rooted:  # every output is one of n equal chunks of the root's input
-        head = f"""if (type(root) is not int or not 0 <= root < {n}
-                or type(outputs) is not list and type(outputs) is not tuple or len(outputs) != {n}
-                or type(inputs) is not list and type(inputs) is not tuple or len(inputs) != {n}):
-            return False
-        try:
-            {_each(n, "t{i}")} = outputs
-            src = inputs[root]
-            ss = src.untyped_storage()"""
+        # ``at is root``: the entry's root is an int from a checked call, 0 .. n-1, one object each in CPython (a
+        # bool is not one of them, nor a negative index: the miss path asks those, and refuses them)
+        accepted = f"{_listed(outs)} and {_listed(ins)}"
+        fast = f"at is root and {same}"
+        unpack = f"""{_each(n, "t{i}")} = {outs}
+                {_each(n, "_")} = {ins}  # n inputs (cheaper than len()); only the root's is read
+                src = {ins}[root]
+                ss = src.untyped_storage()"""
         # Equal chunks, asked in n element counts: torch's loop checks that every output has the source's other
         # dims and that their dim-0 sizes add up to the source's; so outputs 0 .. n-2 of k elements each and a
         # source of n*k leave output n-1 k elements too.  k >= 1 (an empty chunk's count says nothing about its
         # dim 0), so the source has n*k >= 2 elements: not 0-dim, which torch's loop would misread.
         numels = "".join(f" and t{i}.numel() == k" for i in range(1, n - 1))
-        tail = f"""k = t0.numel()
-            if not (k{numels} and src.numel() == {n} * k):
-                return False
-            if not cuda_at[root] and src.nbytes > DIRECT_MAX_BYTES:
-                return False
-            SCATTER_OUT(src, outputs, 0, None)"""
+        run = f"""k = t0.numel(){staged}
+                if k{numels} and src.numel() == {n} * k:
+                    SCATTER_OUT(src, {outs}, 0, None)
+                    return {result}"""
     else:  # broadcast, in place: the root's tensor is the source, the others receive it
-        head = f"""if (type(root) is not int or not 0 <= root < {n}
-                or type(inputs) is not list and type(inputs) is not tuple or len(inputs) != {n}):
-            return False
-        try:
-            {ts} = inputs"""
-        tail = f"""src = inputs[root]
-            if not cuda_at[root] and src.nbytes > DIRECT_MAX_BYTES:
-                return False
-            others = [{ts}]
-            del others[root]
-            BROADCAST_OUT(src, others)"""
+        accepted = f"{_listed(ins)} and type(root) is int and 0 <= root < {n}"
+        fast = same
+        unpack = f"{ts} = {ins}"
+        run = f"""others = [{ts}]{staged}
+                del others[root]
+                BROADCAST_OUT({ins}[root], others)
+                return {result}"""
     return f"""
-def make(memo, devices, cuda_at):
+def make(memo, devices, cuda_at, refused, defaults):
     last = (-1, *[_gone] * {n + rooted})
 
-    def route(inputs, outputs, root):
+    def {name}({signature}):
         nonlocal last
-        {head}
-            {_each(n, "s{i} = t{i}.untyped_storage()", chr(10) + " " * 12)}
-            at, {refs} = last
-            if not ({same}):
-                e = memo.get(id(s0))
-                if e is not None:
-                    at, {refs} = e
-                if e is None or not ({same}):
-                    e = _remember(memo, root, ({ts}), ({ss}), {want})
-                    if e is None:
-                        return False
-                last = e
-            {tail}
-            return True
-        except _NOT_TAKEN:
-            return False
-    return route
+        if {accepted}:
+            try:
+                {unpack}
+                {_each(n, "s{i} = t{i}.untyped_storage()", chr(10) + " " * 16)}
+                at, {refs} = last
+                if not ({fast}):
+                    last = _recall(memo, root, ({ts},), ({ss},), devices, {rooted})
+                {run}
+            except _NOT_TAKEN:
+                pass
+        return refused({", ".join(params)})
+    return {name}
 """
 
 
 @functools.cache
-def _route_maker(name: str, n: int) -> Callable[..., HeldRoute]:
+def _route_maker(name: str, n: int, params: tuple[str, ...], defaults: tuple, result: str, cuda: bool
+                 ) -> Callable[..., HeldRoute]:
     space: dict[str, Any] = {}
-    exec(compile(_route_source(name, n), f"<gpucomm held route {name} n={n}>", "exec"), globals(), space)
+    source = _route_source(name, n, params, dict(defaults), result, cuda)
+    exec(compile(source, f"<gpucomm held route {name} n={n}>", "exec"), globals(), space)
     return space["make"]
 
 
@@ -367,12 +396,25 @@ def held_routes() -> frozenset[str]:
     return frozenset(_LOOPS)
 
 
-def held_route(name: str, held: Held) -> HeldRoute | None:
-    """Row ``name``'s held route on ``held``'s participants (see the module docstring), or None: no such
-    route (the row has none, torch's loop is not in this build, one participant, or a torch without one
-    Python object per storage)."""
+def _refuse(*args: Any) -> bool:
+    return False
+
+
+def held_route(name: str, held: Held, params: Sequence[str] = ("inputs", "outputs", "root"),
+               defaults: Mapping[str, Any] | None = None, result: str = "True",
+               refused: Callable[..., Any] = _refuse) -> HeldRoute | None:
+    """Row ``name``'s held route on ``held``'s participants (see the module docstring and :data:`HeldRoute`), or
+    None: no such route (the row has none, torch's loop is not in this build, one participant, or a torch
+    without one Python object per storage).
+
+    The route is a function of ``params`` (with ``defaults``) — the Communicator method's own, so that it can
+    *be* the method of one communicator, one Python call per plain call: ``inputs`` / ``outputs`` / ``tensors``
+    and ``root`` name the call's slots; it returns the expression ``result`` (over ``params``) when torch's loop
+    ran and ``refused(*params)`` when it did not take the call."""
     loop = _LOOPS.get(name)
     n = len(held.devices)
     if loop is None or globals()[loop] is None or n < 2 or not _STORAGE_OBJECTS:
         return None
-    return _route_maker(name, n)({}, held.devices, tuple(d.type == "cuda" for d in held.devices))
+    cuda_at = tuple(d.type == "cuda" for d in held.devices)
+    make = _route_maker(name, n, tuple(params), tuple((defaults or {}).items()), result, all(cuda_at))
+    return make({}, held.devices, cuda_at, refused, dict(defaults or {}))

@@ -62,7 +62,7 @@ from gpucomm.collectives.spec import ROOT, Args
 from gpucomm.prepared import Prepared
 
 __all__ = ["LIST", "ROOTS", "TUPLE", "Communicator", "OptionalTensors", "Prepared", "Tensors", "methods", "result",
-           "returns", "signed", "with_parameters"]
+           "result_source", "returns", "signed", "with_parameters"]
 
 Tensors = Sequence[torch.Tensor]
 OptionalTensors = Sequence[torch.Tensor | None]
@@ -231,8 +231,15 @@ _EMPTY = MappingProxyType({})
 _RESULTS = {LIST: "list({outs})", TUPLE: "tuple({outs})", ROOTS: "{outs}[{root}]"}  # :func:`returns`' kinds
 
 
-def with_parameters(row: Collective, body: Callable[..., Any], *, fast: bool = False,
-                    by_slot: bool = False) -> Callable[..., Any]:
+def result_source(row: Collective) -> str:
+    """What ``row``'s method returns (:func:`returns`), as a Python expression over the method's parameters: for a
+    method generated with them (:func:`with_parameters`, a LocalCommunicator's held route)."""
+    m = row.method
+    root = m.params[m.slots.root] if m.slots.root >= 0 else "0"
+    return _RESULTS[returns(row)].format(outs=m.params[m.slots.outputs], root=root)
+
+
+def with_parameters(row: Collective, body: Callable[..., Any], *, by_slot: bool = False) -> Callable[..., Any]:
     """``row``'s method: a function with the row's own parameters and defaults that returns ``body(self, *values)``
     (the arguments in parameter order).  Python binds a call's arguments, keywords included, in C, with its own
     TypeErrors: no ``*args`` tuple, no binding of ours.
@@ -240,28 +247,19 @@ def with_parameters(row: Collective, body: Callable[..., Any], *, fast: bool = F
     ``by_slot``: ``body(self, inputs, outputs, root, op, extra)`` instead, the arguments by their
     :class:`~gpucomm.collectives.spec.Slots` (root 0 and op None where the method has none; ``extra`` a dict of
     the other parameters), so that the body indexes no tuple.
-
-    ``fast``: the method first asks the instance's fast path, ``self._fast_<name>(inputs, outputs, root)`` (an
-    implementation's per-instance shortcut that runs the whole call, checks included, and says True, or does
-    nothing and says False), and returns what :func:`returns` says when it is taken.
     """
     m = row.method
     name = str(row.name)
     params = m.params
     ins, outs, root_at = m.slots.inputs, m.slots.outputs, m.slots.root
     signature = ", ".join(f"{p}=__defaults[{p!r}]" if p in m.defaults else p for p in params)
-    prelude = ""
-    if fast:
-        root = params[root_at] if root_at >= 0 else "0"
-        result = _RESULTS[returns(row)].format(outs=params[outs], root=root)
-        prelude = f"if self._fast_{name}({params[ins]}, {params[outs]}, {root}):\n        return {result}\n    "
     call = ", ".join(params)
     if by_slot:
         extra = m.slots.extra
         call = (f"{params[ins]}, {params[outs]}, {params[root_at] if root_at >= 0 else '0'}, "
                 f"{params[m.slots.op] if m.slots.op >= 0 else 'None'}, "
                 + ("{" + ", ".join(f"{p!r}: {p}" for p, _ in extra) + "}" if extra else "__EMPTY"))
-    source = f"def {name}(self, {signature}):\n    {prelude}return __body(self, {call})\n"
+    source = f"def {name}(self, {signature}):\n    return __body(self, {call})\n"
     space = {"__defaults": m.defaults, "__body": body, "__EMPTY": _EMPTY}
     exec(compile(source, f"<Communicator.{name}>", "exec"), space)
     return space[name]

@@ -13,12 +13,13 @@ implements it), which makes every check of the gpucomm.comm function the row cal
 closure over the row's facts, behind a method with the row's own parameters (Python binds a call's arguments in
 C); what depends on the devices (their indices, whether they repeat) is decided once per communicator.
 
-Plain broadcast and scatter first try their **held route** (``gpucomm.comm._kernels.held_route``, made once per
-communicator): torch's C++ loop, taken when the call views the storages of a call checked before — the
-participants' devices and the storages' being distinct are facts of the storage objects, which the route
-remembers weakly — so that such a call costs one read per tensor beyond torch's own, about what
-``torch.cuda.comm``'s call costs (``benchmarks/host_instructions.py``).  Anything else falls through to the
-checks above, unchanged: the route takes only calls they accept.  :meth:`~gpucomm.communicator.base.Communicator.prepare` binds the row's own
+Plain broadcast and scatter are, on each communicator, their **held route** (``gpucomm.comm._kernels.held_route``,
+made once per communicator and set as the instance's method, so that a plain call is one Python call): torch's
+C++ loop, taken when the call views the storages of a call checked before — the participants' devices and the
+storages' being distinct are facts of the storage objects, which the route remembers weakly — so that such a
+call costs one storage read per tensor (and scatter one element count per chunk) beyond torch's own
+(``benchmarks/host_instructions.py``).  Anything else falls through to the class's method (the checks above,
+unchanged): the route takes only calls they accept.  :meth:`~gpucomm.communicator.base.Communicator.prepare` binds the row's own
 gpucomm.comm call (``row.calls.gpucomm_comm``) through comm's prepared form of the function
 (``gpucomm.comm._kernels.bind``), the engine of :func:`gpucomm.comm.prepare`.
 
@@ -36,10 +37,18 @@ from typing import Any
 import torch
 
 from gpucomm import comm as _comm
-from gpucomm.collectives import Collective
+from gpucomm.collectives import COLLECTIVES, Collective
 from gpucomm.collectives.spec import CHUNK, CHUNK_COUNT, ROOT, Args
 from gpucomm.comm import _kernels
-from gpucomm.communicator.base import LIST, TUPLE, Communicator, returns, signed, with_parameters
+from gpucomm.communicator.base import (
+    LIST,
+    TUPLE,
+    Communicator,
+    result_source,
+    returns,
+    signed,
+    with_parameters,
+)
 from gpucomm.communicator.checks import check_held, check_root, check_shapes
 from gpucomm.devices import DeviceLike, parse_devices
 
@@ -101,11 +110,6 @@ def _shape_rule(row: Collective) -> Callable[[int, Any, Any, int], bool] | None:
     return same
 
 
-def _no_route(inputs: Any, outputs: Any, root: Any) -> bool:
-    """The held route of a row on a communicator that has none (see :func:`gpucomm.comm._kernels.held_route`)."""
-    return False
-
-
 class LocalCommunicator(Communicator):
     """The Communicator on the devices of this process: one participant per listed device.
 
@@ -129,13 +133,25 @@ class LocalCommunicator(Communicator):
         self._route()
 
     def _route(self) -> None:
-        """Give this communicator its held routes: the methods' fast paths (base.with_parameters), self._fast_<name>."""
+        """Give this communicator its held routes: for each row that has one, the route *is* this instance's method
+        (an instance attribute, so a plain call is one Python call), with the row's parameters, falling back to the
+        class's method (the checks, then gpucomm.comm's form) for any call it does not take.  A subclass that
+        defines the method itself keeps its own."""
+        cls = type(self)
         for name in _kernels.held_routes():
-            setattr(self, f"_fast_{name}", _kernels.held_route(name, self._held_by) or _no_route)
+            method = getattr(cls, name)
+            if not getattr(method, "_built_from_row", False):  # a subclass's own method
+                continue
+            row = COLLECTIVES[name]
+            route = _kernels.held_route(name, self._held_by, row.method.params, row.method.defaults,
+                                        result_source(row), method.__get__(self, cls))
+            if route is not None:
+                route.__qualname__, route.__doc__ = f"{cls.__name__}.{name}", method.__doc__
+                setattr(self, name, route)
 
     def __getstate__(self) -> dict:
-        # the held routes are closures over what this process remembered: a copy makes its own
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_fast_")}
+        # the held routes are closures over what this process remembered (and over this object): a copy makes its own
+        return {k: v for k, v in self.__dict__.items() if k not in _kernels.held_routes()}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -187,9 +203,9 @@ class LocalCommunicator(Communicator):
 
     @classmethod
     def _method_of(cls, row: Collective) -> Callable[..., Any]:
-        """``row``'s method: its held route where it has one (torch's loop on storages checked before), else the
-        Communicator's checks in one pass each (:meth:`_check` names what they refuse) and gpucomm.comm's form
-        of the row; everything that depends only on the row is decided here, once."""
+        """``row``'s method: the Communicator's checks in one pass each (:meth:`_check` names what they refuse) and
+        gpucomm.comm's form of the row; everything that depends only on the row is decided here, once.  (A row with a
+        held route runs this method only for the calls its route does not take: :meth:`_route`.)"""
         form = _kernels.local_forms()[str(row.name)]
         in_place, has_root, kind = row.method.slots.inputs == row.method.slots.outputs, row.has_root, returns(row)
         root_in, root_out = row.input_buffer == ROOT, row.output_buffer == ROOT
@@ -210,7 +226,9 @@ class LocalCommunicator(Communicator):
                 return tuple(outputs)
             return outputs[root]
 
-        return signed(row, with_parameters(row, body, fast=str(row.name) in _kernels.held_routes(), by_slot=True))
+        method = signed(row, with_parameters(row, body, by_slot=True))
+        method._built_from_row = True  # type: ignore[attr-defined]  # (not a subclass's own: _route)
+        return method
 
     def _args(self, row: Collective, values: tuple) -> Args:
         a = row.method.args(values, self._n, devices=self._devices)
