@@ -1,8 +1,13 @@
 """One-off: how steady is `advise --host this`'s probe on this machine (run 6x), beside a CPU-only dispatch proxy."""
-import statistics, sys, time
+import statistics
+import sys
+import time
+
 import torch
-from gpucomm.advisor.compute.source import _shipped_source
+
 from gpucomm.advisor.compute import measure
+from gpucomm.advisor.compute.source import _shipped_source
+
 
 def proxy():
     x = torch.zeros(1)
