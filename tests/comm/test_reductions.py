@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import gpucomm.comm as c
+from gpucomm.testing import requires_gpus
 
 
 def test_zero_size_reduce_scatter_gives_one_empty_chunk_per_participant():
@@ -68,16 +69,94 @@ def test_out_with_tensors_that_require_grad_is_named():
 
 
 def test_bound_reduce_stacks_only_while_the_stack_is_small(monkeypatch):
-    # Above STACK_MAX_BYTES (per input) the stack's (3n+1) x size bytes lose to the chain's 3(n-1) x size (the
+    # Above REDUCE_STACK_MAX_BYTES (per input) the stack's (3n+1) x size bytes lose to the chain's 3(n-1) x size (the
     # H200's 32 MiB reduce): the binder then allocates no scratch and chains in place, same result.
     from gpucomm.collectives import ReduceOp
     from gpucomm.comm import _reduce, _reductions
 
     ts = [torch.full((64,), float(i + 1)) for i in range(4)]
     assert _reductions.bind_stacked(ts, ts[0], ReduceOp.SUM) is not None
-    monkeypatch.setattr(_reduce, "STACK_MAX_BYTES", 64 * 4 - 1)
+    monkeypatch.setattr(_reduce, "REDUCE_STACK_MAX_BYTES", 64 * 4 - 1)
     assert _reductions.bind_stacked(ts, ts[0], ReduceOp.SUM) is None
     run = _reductions.bind_reduce(ts, ts[0], ReduceOp.SUM)
     run()
     assert torch.equal(ts[0], torch.full((64,), 10.0))
 
+
+
+@pytest.mark.parametrize("winner", ["stacked", "chained"])
+@pytest.mark.parametrize("collective", ["reduce", "all_reduce"])
+def test_a_timed_prepared_reduction_binds_the_faster_strategy_and_writes_nothing_while_timing(monkeypatch, winner,
+                                                                                                collective):
+    """Where the faster strategy depends on the machine (gpucomm.comm._reduce.times_routes: CUDA tensors between 2
+    and 32 MiB each; made true here for small CPU tensors) a prepared reduction times both on clones of its tensors
+    and binds the faster; the timer is injected: it runs what it is given and says the winner took less time."""
+    from gpucomm.collectives import ReduceOp
+    from gpucomm.comm import _reduce, _reductions
+
+    monkeypatch.setattr(_reduce, "times_routes", lambda first: True)
+    ts = [torch.full((8,), float(i + 1)) for i in range(4)]
+    timed: list[torch.Tensor] = []
+    real_stack = torch.stack
+
+    def stack(tensors, *args, **kwargs):
+        timed.extend(tensors)
+        return real_stack(tensors, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "stack", stack)
+    kinds = []
+
+    def timer(run, calls):
+        before = len(timed)
+        for _ in range(calls):
+            run()
+        kind = "stacked" if len(timed) > before else "chained"
+        kinds.append(kind)
+        return 1.0 if kind == winner else 2.0
+
+    rest = ts[1:] if collective == "all_reduce" else None
+    run = _reductions.bind_one_device(ts, ts[0], ReduceOp.SUM, rest, timer=timer)
+    assert set(kinds) == {"stacked", "chained"}  # both were timed ...
+    assert all(torch.equal(t, torch.full((8,), float(i + 1))) for i, t in enumerate(ts))  # ... on clones
+    assert not any(t is u for t in timed for u in ts)
+    timed.clear()
+    run()
+    assert (len(timed) > 0) == (winner == "stacked")  # the winner was bound
+    assert torch.equal(ts[0], torch.full((8,), 10.0))
+    if collective == "all_reduce":
+        assert all(torch.equal(t, torch.full((8,), 10.0)) for t in ts)
+
+
+def test_a_prepared_communicator_reduce_in_the_timed_band_times_once_and_is_right(monkeypatch):
+    from gpucomm.comm import _reduce
+    from gpucomm.communicator import LocalCommunicator
+
+    monkeypatch.setattr(_reduce, "times_routes", lambda first: True)
+    timers: list[torch.device] = []
+    real = _reduce.wall_timer
+
+    def wall_timer(device):
+        timers.append(device)
+        return real(device)
+
+    monkeypatch.setattr(_reduce, "wall_timer", wall_timer)
+    comm = LocalCommunicator(["cpu"] * 3)
+    ts = [torch.full((5,), float(i + 1)) for i in range(3)]
+    p = comm.prepare("reduce", ts, 1, "max")
+    assert timers == [torch.device("cpu")] and ts[1].tolist() == [2.0] * 5
+    p()
+    p()
+    assert timers == [torch.device("cpu")] and ts[1].tolist() == [3.0] * 5
+
+
+@requires_gpus(1)
+@pytest.mark.parametrize("collective", ["reduce", "all_reduce"])
+def test_a_prepared_cuda_reduction_in_the_timed_band_leaves_the_tensors_alone_until_called(collective):
+    from gpucomm.communicator import LocalCommunicator
+
+    comm = LocalCommunicator(["cuda:0"] * 3)
+    ts = [torch.full((1 << 20,), float(i + 1), device="cuda:0") for i in range(3)]  # 4 MiB each: timed
+    p = comm.prepare(collective, ts, *((0, "sum") if collective == "reduce" else ("sum",)))
+    assert all(torch.equal(t, torch.full_like(t, float(i + 1))) for i, t in enumerate(ts))
+    p()
+    assert torch.equal(ts[0], torch.full_like(ts[0], 6.0))

@@ -41,7 +41,7 @@ _svc_spec.loader.exec_module(svc)
 def test_stack_vs_chain_times_both_strategies_and_restores_the_limits(tmp_path):
     from gpucomm.comm import _reduce
 
-    limits = (_reduce.STACK_MAX_BYTES, _reduce.ALL_REDUCE_STACK_MAX_BYTES)
+    limits = [getattr(_reduce, name) for name in svc.LIMITS]
     code = svc.main(["--devices", "cpu,cpu", "--sizes", "64,1K", "--rounds", "1", "--round-ms", "1",
                      "--out", str(tmp_path), "--date", "D"])
     assert code == 0
@@ -49,8 +49,8 @@ def test_stack_vs_chain_times_both_strategies_and_restores_the_limits(tmp_path):
     assert table[0].startswith("# command: python ") and "stk/chn" in table[3]
     rows = [line.split() for line in table[4:]]
     assert [r[0] for r in rows] == ["reduce", "reduce", "all_reduce", "all_reduce"]
-    assert all(float(x) > 0 for r in rows for x in r[3:])
-    assert (_reduce.STACK_MAX_BYTES, _reduce.ALL_REDUCE_STACK_MAX_BYTES) == limits
+    assert all(len(r) == 12 and float(x) > 0 for r in rows for x in r[3:])  # "prep timed" and "timed x" too
+    assert [getattr(_reduce, name) for name in svc.LIMITS] == limits and _reduce.TIME_ROUTES
 
 
 def test_stack_vs_chain_strategies_take_their_routes(monkeypatch):
@@ -65,15 +65,16 @@ def test_stack_vs_chain_strategies_take_their_routes(monkeypatch):
     monkeypatch.setattr(torch, "stack", lambda *a, **k: stacks.append(1) or real(*a, **k))
     comm = LocalCommunicator(["cpu", "cpu"])
     ts = [torch.ones(4), torch.ones(4)]
-    limits = (_reduce.STACK_MAX_BYTES, _reduce.ALL_REDUCE_STACK_MAX_BYTES)
+    limits = [getattr(_reduce, name) for name in svc.LIMITS]
     try:
         for name, limit in svc.STRATEGIES.items():
-            stacks.clear()
-            svc.with_limit(lambda: comm.all_reduce(ts, "sum"), limit)()
-            assert bool(stacks) == (name == "stacked"), name
+            for call in (lambda: comm.all_reduce(ts, "sum"), lambda: comm.reduce(ts, 0, "sum")):
+                stacks.clear()
+                svc.with_limit(call, limit)()
+                assert bool(stacks) == (name == "stacked"), name
     finally:
-        svc.set_limit(limits[0])
-        _reduce.ALL_REDUCE_STACK_MAX_BYTES = limits[1]
+        for name, value in zip(svc.LIMITS, limits, strict=True):
+            setattr(_reduce, name, value)
 
 
 def test_stack_vs_chain_usage_errors_exit_2(tmp_path):

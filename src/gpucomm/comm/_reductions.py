@@ -35,7 +35,7 @@ from gpucomm.comm._prepare import prepared_form
 from gpucomm.comm._reduce import check_op_dtype, combine, reduce_stacked
 from gpucomm.comm._scatter_gather import default_destination
 
-__all__ = ["all_reduce", "bind_all_reduce", "bind_reduce", "bind_reduce_scatter", "bind_stacked", "check_all_reduce", "check_reduce", "check_reduce_add", "check_reduce_scatter", "reduce",
+__all__ = ["all_reduce", "bind_all_reduce", "bind_one_device", "bind_reduce", "bind_reduce_scatter", "bind_stacked", "check_all_reduce", "check_reduce", "check_reduce_add", "check_reduce_scatter", "reduce",
            "reduce_add", "reduce_add_coalesced", "reduce_scatter"]
 
 
@@ -188,7 +188,7 @@ def _lean_reduce_scatter(ts: Any, dim: Any, op: Any, out: Any,
         n, first = len(ts), ts[0]
         shape = first.shape
         nd = len(shape)
-        if devices is None or not -nd <= dim < nd or not _reduce.stacks("reduce", first.nbytes):
+        if devices is None or not -nd <= dim < nd or not _reduce.stacks("reduce_scatter", first.nbytes):
             return None
         d = dim % nd
         c, rem = divmod(shape[d], n)
@@ -521,7 +521,7 @@ def _reduce_scatter_checked(ts: list[torch.Tensor], d: int, o: ReduceOp, chunk_s
         _nccl.reduce_scatter(ts, outs, o)
         return outs
     if len(set(devices)) == 1:
-        full = combine(ts, o)
+        full = combine(ts, o, collective="reduce_scatter")
         chunks = [full.narrow(d, i * c, c) for i in range(n)]  # split(0) of an empty dim gives 1 chunk, not n
         if outs is None:
             if full is not ts[0]:  # a fresh buffer: its chunks are the outputs, no copy needed
@@ -540,10 +540,10 @@ def _reduce_scatter_checked(ts: list[torch.Tensor], d: int, o: ReduceOp, chunk_s
 
 # ----- prepared ---------------------------------------------------------------------------------------
 def bind_reduce(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp) -> _kernels.Run:
-    """:func:`_reduce_to` into a checked ``out`` with its route decided once."""
-    stacked = bind_stacked(ts, out, op)
-    if stacked is not None:
-        return stacked
+    """:func:`_reduce_to` into a checked ``out`` with its route decided once (:func:`bind_one_device`)."""
+    bound = bind_one_device(ts, out, op)
+    if bound is not None:
+        return bound
     return functools.partial(_reduce_to, ts, out.device, op, out)
 
 
@@ -551,31 +551,79 @@ def bind_all_reduce(ts: list[torch.Tensor], outs: list[torch.Tensor], op: Reduce
     """:func:`_all_reduce_checked` into checked ``outs`` (which may be ``ts``) with its route decided once."""
     if _nccl.usable(ts + outs, distinct=ts, op=op):
         return functools.partial(_nccl.all_reduce, ts, outs, op)
-    stacked = bind_stacked(ts, outs[0], op, rest=outs[1:])
-    if stacked is not None:
-        return stacked
+    bound = bind_one_device(ts, outs[0], op, rest=outs[1:])
+    if bound is not None:
+        return bound
     return functools.partial(_all_reduce_checked, ts, op, outs, [t.device for t in ts])
+
+
+def bind_one_device(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp,
+                    rest: list[torch.Tensor] | None = None, *, timer: _reduce.Timer | None = None
+                    ) -> _kernels.Run | None:
+    """A prepared reduction of checked tensors that all share one device (``rest``: all_reduce's other outputs,
+    which then receive copies of ``out``): stacked or chained by the plain calls' rule
+    (:func:`gpucomm.comm._reduce.stacks`), or, where the faster one depends on the machine
+    (:func:`gpucomm.comm._reduce.times_routes`), whichever of the two ran faster here when timed on scratch copies
+    of the tensors (``timer``: :func:`gpucomm.comm._reduce.wall_timer` of their device by default).  None when the
+    tensors are spread over devices, not strided, need autograd, or alias in a way the bound strategies do not
+    take: the caller binds the general kernel."""
+    first = ts[0]
+    if not _one_device_bindable(ts, out, rest):
+        return None
+    if _reduce.times_routes(first):
+        return _bind_faster(ts, out, op, rest, timer or _reduce.wall_timer(first.device))
+    if _reduce.stacks("reduce" if rest is None else "all_reduce", first.nbytes):
+        return _bind_stacked(ts, out, op, rest)
+    return _bind_chained(ts, out, op, rest)
+
+
+def _bind_faster(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp, rest: list[torch.Tensor] | None,
+                 timer: _reduce.Timer) -> _kernels.Run | None:
+    """Both strategies bound on clones of the tensors (``out`` and ``rest`` clone the input they are, so the
+    clones alias as the tensors do: the user's memory is never written), timed (:func:`gpucomm.comm._reduce.faster`,
+    the plain rule's choice listed first), and the faster bound on the tensors themselves."""
+    clones = {id(t): t.clone() for t in ts}
+    twins = [clones[id(t)] if id(t) in clones else t.clone() for t in (out, *(rest or ()))]
+    scratch = ([clones[id(t)] for t in ts], twins[0], None if rest is None else twins[1:])
+    binders = {"stacked": _bind_stacked, "chained": _bind_chained}
+    if not _reduce.stacks("reduce" if rest is None else "all_reduce", ts[0].nbytes):
+        binders = {"chained": _bind_chained, "stacked": _bind_stacked}
+    candidates = {name: bind(*scratch[:2], op, scratch[2]) for name, bind in binders.items()}
+    runs = {name: run for name, run in candidates.items() if run is not None}
+    if not runs:
+        return None
+    best = _reduce.faster(runs, timer) if len(runs) > 1 else next(iter(runs))
+    del candidates, runs, scratch, clones, twins  # the clones and the scratch stack go before the real one is allocated
+    return binders[best](ts, out, op, rest)
 
 
 def bind_stacked(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp,
                  rest: list[torch.Tensor] | None = None) -> _kernels.Run | None:
-    """Stack-then-reduce into a scratch buffer allocated once, when everything shares one device.
+    """Stack-then-reduce into a scratch buffer allocated once, when everything shares one device and the inputs
+    are small enough to stack (all_reduce's limit when ``rest`` is given, reduce's otherwise:
+    :func:`gpucomm.comm._reduce.stacks`); None otherwise (also for the cases :func:`bind_one_device` refuses)."""
+    if not _reduce.stacks("reduce" if rest is None else "all_reduce", ts[0].nbytes):
+        return None
+    if not _one_device_bindable(ts, out, rest):
+        return None
+    return _bind_stacked(ts, out, op, rest)
 
-    :func:`gpucomm.comm._reduce.combine`'s stacked strategy (two kernels whatever n is), without its
-    per-call allocation; ``rest`` (all-reduce) then receives copies of ``out``.  Outputs may be
-    inputs (the stack reads every input before anything is written).  None when the tensors are
-    spread over devices, too large to stack (all_reduce's limit when ``rest`` is given, reduce's
-    otherwise: :func:`gpucomm.comm._reduce.stacks`), not strided, or need autograd: the
-    caller then binds the general kernel.
-    """
-    first = ts[0]
+
+def _one_device_bindable(ts: list[torch.Tensor], out: torch.Tensor, rest: list[torch.Tensor] | None) -> bool:
+    """Whether :func:`bind_one_device` may bind these: n >= 2 strided tensors on one device that need no autograd,
+    ``rest`` sharing no memory with ``out``."""
     group = [*ts, out, *(rest or [])]
-    if (len(ts) < 2 or any(t.layout != torch.strided for t in group) or not _kernels.one_device(group, first)
-            or not _reduce.stacks("reduce" if rest is None else "all_reduce", first.nbytes)
-            or any(t.requires_grad for t in group) and torch.is_grad_enabled()):
-        return None
-    if rest and _copy.any_overlap(rest, [out]):
-        return None
+    return not (len(ts) < 2 or any(t.layout != torch.strided for t in group) or not _kernels.one_device(group, ts[0])
+                or any(t.requires_grad for t in group) and torch.is_grad_enabled()
+                or rest and _copy.any_overlap(rest, [out]))
+
+
+def _bind_stacked(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp,
+                  rest: list[torch.Tensor] | None) -> _kernels.Run:
+    """:func:`gpucomm.comm._reduce.combine`'s stacked strategy (two kernels whatever n is), without its per-call
+    allocation; ``rest`` (all-reduce) then receives copies of ``out``.  Outputs may be inputs (the stack reads
+    every input before anything is written)."""
+    first = ts[0]
     scratch = torch.empty((len(ts), *first.shape), dtype=first.dtype, device=first.device)
     copies = _kernels.bind_copies(rest, [out] * len(rest)) if rest else None
     stack = torch.stack
@@ -587,6 +635,22 @@ def bind_stacked(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp,
             copies()
 
     return run
+
+
+def _bind_chained(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp,
+                  rest: list[torch.Tensor] | None) -> _kernels.Run | None:
+    """:func:`gpucomm.comm._reduce.bind_chain` into ``out`` (n - 1 kernels, torch.cuda.comm.reduce_add's), then
+    ``rest`` (all-reduce) receives copies of ``out``; None where the chain cannot be bound (``avg``, an ``out``
+    that partly overlaps an input)."""
+    chain = _reduce.bind_chain(ts, op, out)
+    if chain is None or not rest:
+        return chain
+    return functools.partial(_then, chain, _kernels.bind_copies(rest, [out] * len(rest)))
+
+
+def _then(first: _kernels.Run, second: _kernels.Run) -> None:
+    first()
+    second()
 
 
 def bind_reduce_scatter(ts: list[torch.Tensor], outs: list[torch.Tensor], op: ReduceOp,
