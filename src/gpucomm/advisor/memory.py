@@ -184,7 +184,8 @@ class MemoryTerms:
     loss: float
     """The logits and the loss's tensors (``Job.loss``)."""
     autocast: float
-    """16-bit copies of fp32 weights that autocast saves for backward."""
+    """16-bit copies of fp32 weights autocast holds at that moment: its cast cache during the forward, the
+    copies the graph saved for backward after it."""
     buffers: float
     margin: float
     """Reserved beyond allocated (the caching allocator's)."""
