@@ -20,7 +20,8 @@ cases.  The prediction comes through the advisor's CLI contract, one call per ca
 (``step_time_s``, ``memory_allocated_bytes``, ``memory_reserved_bytes`` of its first row).  ``--host this``
 (this script's default where the cases run on a GPU: the steps run on this machine, so its host paces the
 host-bound ones) prices a host-paced step with this machine's host instead of the profile's: the advisor times
-the profile's host-paced op layer points on this GPU (five timings each, a few seconds) and scales.  That is
+the profile's host-paced whole op steps (2 and 8 layers) again on this GPU (five rounds, about 15 s) and prices
+this host's marginal time a layer.  That is
 not calibration — it times none of the cases, only the profile's own points — and the script times the same
 probe again after the cases, to show how far the host moved meanwhile.  The shapes are
 chosen off the compute profile's grid (hidden sizes it does not measure, head dims 64/80/128, token counts that

@@ -45,8 +45,9 @@ Compute: from a profile measured by ``gpucomm measure`` where there is one — `
 against ``--hardware``: a profile of another GPU is a usage error), else the one shipped for the H200 or derived
 from it for the H100 SXM — and from the datasheet otherwise, said in the answer ("compute not measured").
 A step an eager host paces takes the host's time, and hosts differ (one step ran 102 and 173 ms on two H200
-machines): ``--host profile`` (default) prices the host that measured the profile, ``--host this`` times the
-profile's host-bound points on this machine's GPU (the same model; a second or so) and scales to this host.
+machines): ``--host profile`` (default) prices the host that measured the profile, ``--host this`` times again
+on this machine's GPU (the same model; five rounds, about 15 s) what priced the profile's host — its whole
+``op`` steps of 2 and 8 layers — and prices this host's marginal time a layer.
 
 Hardware: ``--list-hardware`` prints every profile and network with its figures and their public sources.
 ``--calibrate DIR...`` fits a profile from ``gpucomm bench`` and ``gpucomm train`` records (collectives as
@@ -174,7 +175,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     help="a compute profile measured by gpucomm measure on this GPU (default: the shipped one)")
     hw.add_argument("--host", default="profile",
                     help="whose host paces an eager step: profile (default: the machine that measured the compute "
-                         "profile) or this (time the profile's host-bound points on this machine's GPU and scale)")
+                         "profile) or this (time the profile's host-paced op steps again on this machine's GPU, "
+                         "about 15 s)")
     out = p.add_argument_group("output")
     out.add_argument("--strategies", help="named strategies to price, comma-separated: single, dp, replicated, "
                                           "ddp, zero1, zero2, zero3, fsdp")

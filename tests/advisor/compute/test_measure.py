@@ -96,26 +96,60 @@ def test_an_interrupt_keeps_what_was_measured_and_a_broken_point_is_named(monkey
     assert any("head point failed" in line for line in said)
 
 
-def test_host_ratios_time_the_profiles_host_paced_points_again_here():
-    """The ratio is this machine's time of the profile's op point over the profile's: a profile that recorded
-    the point 10,000 x slower than this machine runs it reads about 1e-4; one 10,000 x faster about 1e4 (the
-    factors leave room for a loaded CPU, where one timing of the same point moves 40x)."""
+def _op_profile():
     la = LayerShape(family="gpt", hidden=64, heads=4, kv_heads=4, ffn=256, seq=16, mb=1, ac="op")
     grid = Grid(layers=(LayerShape(**{**la.key(), "ac": "none"}), la),
                 attention=(AttentionShape(head_dim=16, heads=4, seq=16),),
                 embeddings=(EmbeddingShape(vocab=256, hidden=64, seq=16, mb=1),),
                 heads=(HeadShape(family="gpt", vocab=256, hidden=64, seq=16, mb=1),),
-                optimizers=(OptimizerShape(width=64, layers=1),), steps=())
-    p = measure.measure(grid, torch.device("cpu"), precision="fp32", grid_name="t", progress=lambda _: None)
+                optimizers=(OptimizerShape(width=64, layers=1),),
+                steps=(StepShape(layer=la, vocab=256, layers=2), StepShape(layer=la, vocab=256, layers=8)))
+    return measure.measure(grid, torch.device("cpu"), precision="fp32", grid_name="t", progress=lambda _: None)
+
+
+def test_host_ratios_time_the_profiles_isolated_point_again_here():
+    """Without whole op steps, the ratio is this machine's time of the profile's op point over the profile's: a
+    profile that recorded the point 10,000 x slower than this machine runs it reads about 1e-4; one 10,000 x
+    faster about 1e4 (the factors leave room for a loaded CPU, where one timing of the same point moves 40x)."""
+    p = _op_profile()
     src = profile.ProfileSource(p)
     (row,) = [r for r in p.points["layer"] if r["ac"] == "op"]
-    src.host_points = lambda: {"gpt": row}  # the point, whatever the CPU's lookups call host-paced
+    src.host_steps = dict  # no whole op steps to time
     for factor, check in ((1e4, lambda r: r < 0.1), (1e-4, lambda r: r > 10)):
         scaled = dict(row, fwd_s=row["fwd_s"] * factor, bwd_s=row["bwd_s"] * factor)
         src.host_points = lambda scaled=scaled: {"gpt": scaled}
         ratios, line = measure.host_ratios(src)
         assert check(ratios["gpt"]), (factor, ratios, line)
-        assert line.startswith("host: this machine's") and "median of 5" in line
+        assert line.startswith("host: this machine's") and "op layer" in line and "median of 5" in line
+
+
+def test_host_ratios_time_the_profiles_whole_op_steps_again_here():
+    """Where the host time came from whole op steps, the probe times those two steps here and divides their
+    marginal time a layer by the host time a layer the profile prices: a profile pricing 10,000 x less than
+    this machine's marginal reads above 10; one pricing 10,000 x more reads below 0.1."""
+    p = _op_profile()
+    src = profile.ProfileSource(p)
+    a, b = sorted((r for r in p.points["step"]), key=lambda r: r["layers"])
+    marginal = (b["seconds"] - a["seconds"]) / 6
+    src.host_points = dict
+    for there, check in ((abs(marginal) * 1e-4 + 1e-9, lambda r: r > 10), (abs(marginal) * 1e4 + 1.0,
+                                                                            lambda r: r < 0.1)):
+        src.host_steps = lambda there=there: {"gpt": (a, b, there)}
+        ratios, line = measure.host_ratios(src)
+        assert check(ratios["gpt"]), (there, ratios, line)
+        assert "op steps of 2 and 8 layers" in line and "medians of 5" in line
+
+
+def test_host_steps_pick_the_least_device_work_pair():
+    """host_steps: per family with a whole-step host time, the fewest- and most-layer steps of the smallest
+    shape, and the profile's host time a layer (_step_host)."""
+    p = _op_profile()
+    src = profile.ProfileSource(p)
+    src._tables.__dict__["_step_host"] = {("gpt", "op"): 0.005}  # as if the lookups found the steps host-paced
+    got = src.host_steps()
+    assert set(got) == {"gpt"}
+    a, b, there = got["gpt"]
+    assert (a["layers"], b["layers"], there) == (2, 8, 0.005)
 
 
 def test_host_ratios_refuse_without_the_profiles_gpu():
@@ -136,4 +170,4 @@ def test_host_ratios_on_the_shipped_profiles_gpu():
         pytest.skip(f"needs the shipped profile's GPU ({shipped.gpu if shipped else 'none shipped'})")
     ratios, line = measure.host_ratios(profile.ProfileSource(shipped))
     assert set(ratios) == {"gpt", "llama"} and all(0.05 < r < 20 for r in ratios.values()), ratios
-    assert "ms in the profile" in line and "ms here" in line
+    assert "ms in the profile" in line and "a layer here" in line  # the whole op steps, timed again

@@ -370,29 +370,35 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
 
 
 HOST_REPEATS = 5
-"""Times :func:`host_ratios` times each family's point, round-robin, taking the median.  One H200 machine's host
-moved the ratio of back-to-back single timings by up to 1.6x within a minute (0.83-1.36 for one point,
-benchmarks/results/gpu-logs-r9_h200x1_2026-12-04/host-probe.txt); the median of five is what a
-neighbour's burst of load does not set alone (about a second per timing)."""
+"""Rounds of :func:`host_ratios`' timings, families interleaved, the median of each.  One H200 machine's host
+moved back-to-back single timings of one probe by up to 1.6x within a minute (0.83-1.36,
+benchmarks/results/gpu-logs-r9_h200x1_2026-12-04/host-probe.txt); the median of five is what a neighbour's burst
+of load does not set alone."""
 
 
 def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[str, float], str]:
-    """This machine's host against the profile's: per family, the time of the profile's most host-paced ``op``
-    layer point (:meth:`ProfileSource.host_points`) timed again here, on a GPU of the profile's model, the way
-    the profile timed it — ``repeats`` times, families interleaved, the median — over the time the profile
-    recorded; and the assumption line that says so.
+    """This machine's host against the profile's, per family — and the assumption line that says so.
 
-    Both times are the same module at the same shape on the same GPU model, paced by the host that issues its
-    kernels (the device fills well under half of it), so their ratio is the hosts' (``gpucomm advise --host
-    this``); where this host is fast enough that the device paces the point here, the ratio overstates this
-    host's time, never understates it.
+    It measures again, on a GPU of the profile's model and the way the profile measured it, what priced the
+    family's host time: where that came from whole ``op`` steps (:meth:`ProfileSource.host_steps`), the two
+    steps of the profile's most host-paced step shape, and their marginal time a layer here over the host time
+    a layer the profile prices (so the product is this machine's marginal); else the isolated ``op`` layer point
+    with the least device work (:meth:`ProfileSource.host_points`), here over there.  ``repeats`` rounds,
+    families interleaved, the median of each timing.
+
+    Why the steps: the host time the model prices is a layer's marginal inside whole steps, and an isolated
+    layer is not a steady proxy for it — on one H200 machine the isolated point read GPT's host at 0.84x the
+    profile's and the whole steps at 1.15x, Llama's at 1.12x and 0.81x
+    (benchmarks/results/host-probe-r2_h200x1_2026-12-04.txt).  A step here that the device paces (a fast host)
+    reads the device's time, which overstates this host's, never understates it.
 
     Raises:
         ProfileError: no device of the profile's model here (one line naming ``--host``, the fix).
     """
     prof = src.profile
-    points = src.host_points()
-    if not points:
+    steps, points = src.host_steps(), src.host_points()
+    fams = sorted(set(steps) | set(points))
+    if not fams:
         return {}, "--host this: the profile has no host-paced points; the host's time is not part of its steps"
     if prof.cpu:
         device = torch.device("cpu")
@@ -407,25 +413,46 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[s
             raise ProfileError(f"--host this: the profile was measured on {prof.gpu} and this machine's GPU is "
                                f"{here_name}; run it where the profile's GPU is, or leave --host out")
     ctx = _Ctx(device, prof.precision, prof.software)
-    times: dict[str, list[float]] = {fam: [] for fam in points}
+    times: dict[tuple[str, int], list[float]] = {}
     for _ in range(max(1, repeats)):
-        for fam, row in sorted(points.items()):
-            s = layer_shape_of(row)
-            got = _layer(ctx, s, expected_s("layer", s, Rates()))
-            times[fam].append(got["fwd_s"] + got["bwd_s"])
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
+        for fam in fams:
+            if fam in steps:
+                for r in steps[fam][:2]:
+                    st = StepShape(layer=layer_shape_of(r["layer"]), vocab=r["vocab"], layers=r["layers"],
+                                   loss=r.get("loss", "upcast"))
+                    got = _step(ctx, st, expected_s("step", st, Rates()))["seconds"]
+                    times.setdefault((fam, r["layers"]), []).append(got)
+            else:
+                s = layer_shape_of(points[fam])
+                got = _layer(ctx, s, expected_s("layer", s, Rates()))
+                times.setdefault((fam, 0), []).append(got["fwd_s"] + got["bwd_s"])
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
     ratios, said = {}, []
-    for fam, row in sorted(points.items()):
-        s = layer_shape_of(row)
-        here, there = statistics.median(times[fam]), row["fwd_s"] + row["bwd_s"]
+    for fam in fams:
+        if fam in steps:
+            a, b, there = steps[fam]
+            s = layer_shape_of(a["layer"])
+            ta, tb = (statistics.median(times[(fam, r["layers"])]) for r in (a, b))
+            here = (tb - ta) / (b["layers"] - a["layers"])
+            what = (f"{fam} {s.hidden}-wide {s.mb}x{s.seq} op steps of {a['layers']} and {b['layers']} layers: "
+                    f"{here * 1e3:.2f} ms a layer here (medians of {len(times[(fam, a['layers'])])}), "
+                    f"{there * 1e3:.2f} ms in the profile")
+            if here <= 0:  # the longer step ran no slower: the difference says nothing of this host
+                here = there
+                what += "; unreadable here (the longer step ran no slower), the profile's kept"
+        else:
+            row = points[fam]
+            s = layer_shape_of(row)
+            got = times[(fam, 0)]
+            here, there = statistics.median(got), row["fwd_s"] + row["bwd_s"]
+            what = (f"{fam} {s.hidden}-wide {s.mb}x{s.seq} op layer {there * 1e3:.2f} ms in the profile, "
+                    f"{here * 1e3:.2f} ms here (median of {len(got)}, {min(got) * 1e3:.2f}-{max(got) * 1e3:.2f})")
         ratios[fam] = here / there
-        spread = f", {min(times[fam]) * 1e3:.2f}-{max(times[fam]) * 1e3:.2f}" if len(times[fam]) > 1 else ""
-        said.append(f"{fam} {s.hidden}-wide {s.mb}x{s.seq} op layer {there * 1e3:.2f} ms in the profile, "
-                    f"{here * 1e3:.2f} ms here (median of {len(times[fam])}{spread}; x{here / there:.2f})")
+        said.append(f"{what} (x{here / there:.2f})")
     from gpucomm.env import collect_env
 
     cpu_here = collect_env(device.type).host.get("cpu_model", "?")
     cpu_there = prof.env.get("host", {}).get("cpu_model", "not recorded")
-    return ratios, (f"host: this machine's ({cpu_here}; the profile's: {cpu_there}), its host time scaled by its "
-                    f"profile's host-paced points timed here on the {here_name}: " + "; ".join(said))
+    return ratios, (f"host: this machine's ({cpu_here}; the profile's: {cpu_there}), its host time scaled by what "
+                    f"priced the profile's, timed again here on the {here_name}: " + "; ".join(said))

@@ -312,6 +312,29 @@ class ProfileSource:
                 by.setdefault(s.family, []).append((s.hidden * s.tokens, i, r))
         return {fam: min(rows)[2] for fam, rows in by.items()}
 
+    def host_steps(self) -> dict[str, tuple[dict[str, Any], dict[str, Any], float]]:
+        """Per family whose host time comes from whole ``op`` steps (:attr:`_Tables._step_host`): the two whole
+        steps (fewest and most layers) of the shape with the least device work, and the host time a layer the
+        profile prices (its median over shapes) — the quantity itself, which ``--host this`` measures again on
+        another machine (:func:`gpucomm.advisor.compute.measure.host_ratios`)."""
+        groups: dict[tuple, list[dict[str, Any]]] = {}
+        for r in self._tables.steps:
+            sh = layer_shape_of(r["layer"])
+            if sh.ac == "op" and sh.tp == 1 and (sh.family, "op") in self._tables._step_host:
+                groups.setdefault((tuple(sorted(r["layer"].items())), r["vocab"], r.get("loss", "upcast")),
+                                  []).append(r)
+        by: dict[str, list[tuple[int, tuple, list[dict[str, Any]]]]] = {}
+        for key, rows in groups.items():
+            if len({r["layers"] for r in rows}) >= 2:
+                sh = layer_shape_of(rows[0]["layer"])
+                by.setdefault(sh.family, []).append((sh.hidden * sh.tokens, key, rows))
+        out = {}
+        for fam, cands in by.items():
+            rows = min(cands)[2]
+            a, b = min(rows, key=lambda r: r["layers"]), max(rows, key=lambda r: r["layers"])
+            out[fam] = (a, b, self._tables._step_host[(fam, "op")])
+        return out
+
     # -- the interface -------------------------------------------------------------------------------------------
 
     def parts(self, job, layout) -> ComputeParts:
