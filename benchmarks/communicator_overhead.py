@@ -15,8 +15,12 @@ three sides run on the same buffers in alternating rounds:
 ``size`` is the larger per-participant buffer (scatter's source, gather's destination).  Each round
 runs as many back-to-back calls as fill ``--round-ms``, timed with ``time.perf_counter`` between two
 device synchronisations (none inside the round), so a call's time is its host issue time or its
-device time, whichever bounds it.  The figure per side is the median over ``--rounds`` rounds; the
-ratios are torch / ours (above 1: ours is faster; the target is >= 0.97 everywhere).
+device time, whichever bounds it.  Every side runs once in every round, the sides' order reversed from
+one round to the next.  The time per side is the median over ``--rounds`` rounds; each ratio is the
+median over rounds of that round's torch / ours (above 1: ours is faster; the target is >= 0.97
+everywhere): a paired statistic, so load that drifts across a cell's rounds moves both sides of a pair
+alike.  (The result files of 2026-12-04 up to communicator-overhead-r6 give the ratio of the two medians,
+over 9 rounds of 10 ms; both sides are treated the same either way.)
 
 Writes ``communicator-overhead_<hardware>_<date>.txt`` (the table) and ``.jsonl`` (one JSON object
 per row, flushed row by row, after a header object with the command) to ``--out`` (default:
@@ -145,9 +149,10 @@ def _round(fn: Callable[[], object], calls: int, devs: list[torch.device]) -> fl
 
 
 def interleaved(fns: dict[str, Callable[[], object]], devs: list[torch.device], rounds: int,
-                round_ms: float) -> tuple[dict[str, float], int]:
+                round_ms: float, ratios: dict[str, float] | None = None) -> tuple[dict[str, float], int]:
     """Median µs per call of each side (``fns["torch"]`` sets the calls per round), over ``rounds`` rounds
-    that alternate the sides' order; and the calls per round."""
+    that alternate the sides' order; and the calls per round.  ``ratios``, when given, receives each other
+    side's median over rounds of the round's torch time / its time (the paired ratio)."""
     for fn in fns.values():  # warm up: caches, allocator, lazy imports, NCCL communicators
         _round(fn, 3, devs)
     one = max(_round(fns["torch"], 3, devs), 1.0)
@@ -158,18 +163,21 @@ def interleaved(fns: dict[str, Callable[[], object]], devs: list[torch.device], 
     for r in range(rounds):
         for k in (list(fns) if r % 2 == 0 else list(reversed(fns))):
             samples[k].append(_round(fns[k], calls, devs))
+    if ratios is not None:
+        ratios.update({k: statistics.median(t / x for t, x in zip(samples["torch"], v, strict=True))
+                       for k, v in samples.items() if k != "torch"})
     return {k: statistics.median(v) for k, v in samples.items()}, calls
 
 
 def measure(comm: LocalCommunicator, op: str, size: int, rounds: int, round_ms: float) -> dict:
     fns, nbytes = sides(comm, op, size)
     devs = comm.devices
-    med, calls = interleaved(fns, devs, rounds, round_ms)
+    ratios: dict[str, float] = {}
+    med, calls = interleaved(fns, devs, rounds, round_ms, ratios)
     return {"op": op, "size_bytes": nbytes, "n": len(devs), "calls_per_round": calls, "rounds": rounds,
             "torch_us": round(med["torch"], 3), "plain_us": round(med["plain"], 3),
             "prepared_us": round(med["prepared"], 3),
-            "plain_ratio": round(med["torch"] / med["plain"], 3),
-            "prepared_ratio": round(med["torch"] / med["prepared"], 3)}
+            "plain_ratio": round(ratios["plain"], 3), "prepared_ratio": round(ratios["prepared"], 3)}
 
 
 def start(args: argparse.Namespace, argv: list[str] | None, theme: str, gpus: list[str] | None = None
@@ -218,7 +226,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--factor", type=int, default=4, help="size step (default 4)")
     # Many short alternating rounds rather than a few long ones: on the H200 (2026-12-03, 5 x 20 ms)
     # the torch side of two identical C++ loops differed by 8 us between neighbouring sizes.
-    add_round_args(p, 11, "the .txt and .jsonl")
+    add_round_args(p, 21, "the .txt and .jsonl")
     return p
 
 
@@ -226,7 +234,7 @@ def add_round_args(p: argparse.ArgumentParser, rounds: int, files: str) -> None:
     """The options of :func:`interleaved`'s rounds and of the result files, shared with stack_vs_chain.py."""
     p.add_argument("--rounds", type=int, default=rounds, help=f"timed rounds per side (median reported; default "
                    f"{rounds})")
-    p.add_argument("--round-ms", type=float, default=10.0, help="milliseconds of calls per round (default 10)")
+    p.add_argument("--round-ms", type=float, default=5.0, help="milliseconds of calls per round (default 5)")
     p.add_argument("--out", help=f"directory for {files} (default: $OUT, else benchmarks/results)")
     p.add_argument("--date", default=datetime.date.today().isoformat(), help="date in the file names")
 
@@ -247,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
              f"# LocalCommunicator plain and prepared vs torch.cuda.comm out= | {kind} | torch {torch.__version__}"
              f" | devices {','.join(map(str, devs))}"
              + (f" | {torch.cuda.get_device_name(devs[0])}" if devs[0].type == "cuda" else ""),
-             "# median us per call over rounds of back-to-back calls; ratio = torch / ours (> 1: ours faster)",
+             "# median us per call over rounds of back-to-back calls; ratio (x) = median over rounds of the round's "
+             "torch / ours (> 1: ours faster)",
              f"# host load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (other work on "
              "the machine inflates single rounds; the median over rounds is reported)",
              f"{'op':11s} {'size':>8s} {'torch us':>10s} {'plain us':>10s} {'prep us':>10s} "

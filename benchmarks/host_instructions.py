@@ -46,7 +46,7 @@ N, NUMEL = 4, 8
 
 CASES = ("empty", "tcc.broadcast", "tcc.scatter", "tcc.gather", "comm.broadcast", "comm.scatter", "comm.gather",
          "comm.reduce", "comm.all_reduce", "comm.all_gather", "comm.reduce_scatter", "local.broadcast",
-         "local.scatter", "local.gather", "local.reduce", "local.all_reduce", "local.all_gather",
+         "local.scatter", "held.broadcast", "held.scatter", "local.gather", "local.reduce", "local.all_reduce", "local.all_gather",
          "local.reduce_scatter", "prepared.broadcast", "prepared.scatter", "prepared.gather", "prepared.reduce",
          "prepared.all_reduce", "raw.reduce", "raw.all_reduce", "raw.gather", "td.all_reduce", "dist.all_reduce",
          "td.all_reduce_avg", "dist.all_reduce_avg", "td.reduce", "dist.reduce", "td.broadcast", "dist.broadcast")
@@ -73,7 +73,8 @@ PAIRS = {
 }
 
 # the Communicator's plain methods that torch.cuda.comm has a twin of (out= forms): a second ratio beside them
-TORCH_TWINS = {"local.broadcast": "tcc.broadcast", "local.scatter": "tcc.scatter", "local.gather": "tcc.gather"}
+TORCH_TWINS = {"local.broadcast": "tcc.broadcast", "local.scatter": "tcc.scatter", "local.gather": "tcc.gather",
+               "held.broadcast": "tcc.broadcast", "held.scatter": "tcc.scatter"}
 
 
 def _stand_in(src, outs, *rest):
@@ -110,6 +111,26 @@ def raw_all_reduce(ts: list) -> None:
         t.copy_(ts[0])
 
 
+def _cuda_form_routes(comm) -> dict[str, Callable[..., object]]:
+    """The LocalCommunicator's held routes (its plain broadcast and scatter) as they are generated for a
+    communicator of CUDA devices, which reads no host tensor's size (a CPU participant's source may need pinned
+    staging), made here for ``comm``'s CPU participants: the ``held.*`` cases are the Python a CUDA
+    communicator's plain call runs; the ``local.*`` cases run the CPU communicator's own."""
+    from gpucomm.collectives import COLLECTIVES
+    from gpucomm.comm import _kernels
+    from gpucomm.communicator.base import result_source
+
+    held = comm._held_by
+    routes = {}
+    for name in ("broadcast", "scatter"):
+        m = COLLECTIVES[name].method
+        make = _kernels._route_maker(name, len(held.devices), m.params, tuple(m.defaults.items()),
+                                     result_source(COLLECTIVES[name]), True)
+        routes[name] = make({}, held.devices, (True,) * len(held.devices), getattr(type(comm), name).__get__(comm),
+                            dict(m.defaults))
+    return routes
+
+
 def cases() -> dict[str, Callable[[], object]]:
     """Every case, as a zero-argument callable on buffers built here."""
     import torch
@@ -130,6 +151,7 @@ def cases() -> dict[str, Callable[[], object]]:
     import gpucomm.dist as gd
 
     d, SUM = torch.zeros(NUMEL), td.ReduceOp.SUM
+    held = _cuda_form_routes(comm)
     prepared = {op: comm.prepare(op, *args) for op, args in (
         ("broadcast", (ts, 0)), ("scatter", (small, big, 0)), ("gather", (big, small, 0)),
         ("reduce", (ts, 0, "sum")), ("all_reduce", (ts, "sum")))}
@@ -147,6 +169,8 @@ def cases() -> dict[str, Callable[[], object]]:
         "comm.reduce_scatter": lambda: gc.reduce_scatter(big, 0, "sum", out=small),
         "local.broadcast": lambda: comm.broadcast(ts, 0),
         "local.scatter": lambda: comm.scatter(small, big, 0),
+        "held.broadcast": lambda: held["broadcast"](ts, 0),
+        "held.scatter": lambda: held["scatter"](small, big, 0),
         "local.gather": lambda: comm.gather(big, small, 0),
         "local.reduce": lambda: comm.reduce(ts, 0, "sum"),
         "local.all_reduce": lambda: comm.all_reduce(ts, "sum"),

@@ -94,7 +94,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", help="comma list (default: one GPU: cuda:0 x4; no GPU: cpu x4)")
     p.add_argument("--ops", default=",".join(OPS), help=f"comma list from {', '.join(OPS)}")
     p.add_argument("--sizes", default="2M,4M,8M,16M,32M", help="per-participant sizes (default 2M,4M,8M,16M,32M)")
-    add_round_args(p, 9, "the .txt")
+    add_round_args(p, 15, "the .txt")
     return p
 
 

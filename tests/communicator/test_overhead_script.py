@@ -27,6 +27,18 @@ def test_tiny_cpu_sweep_writes_table_and_rows(tmp_path, capsys):
     assert "prep x" in capsys.readouterr().out
 
 
+def test_the_ratios_are_paired_per_round(monkeypatch):
+    """Each ratio is the median over rounds of the round's torch / side, not the ratio of the medians: a round
+    slowed by the machine slows both sides of the pair alike."""
+    # an untimed round (torch, side), then three rounds whose order alternates: torch 1, 4, 8; side 4, 2, 4
+    timed = iter([9.0, 9.0, 1.0, 4.0, 2.0, 4.0, 8.0, 4.0])
+    monkeypatch.setattr(bench, "_round", lambda fn, calls, devs: 1.0 if calls == 3 else next(timed))
+    ratios: dict[str, float] = {}
+    med, calls = bench.interleaved({"torch": lambda: None, "side": lambda: None}, [], 3, 1.0, ratios)
+    assert calls == 1000 and med == {"torch": 4.0, "side": 4.0}  # the medians alone would say 1.0
+    assert ratios == {"side": 2.0}  # rounds: 1/4, 4/2, 8/4
+
+
 def test_usage_errors_exit_2(tmp_path):
     assert bench.main(["--ops", "nosuch", "--out", str(tmp_path)]) == 2
     assert not list(tmp_path.iterdir())
@@ -94,7 +106,8 @@ def test_gpu_overhead_script_fits_one_device_call_and_passes_options_its_scripts
     gpu = sh[sh.index("\nelse\n"):sh.index("\nfi\n")]
     opts = {k: shlex.split(v) for k, v in re.findall(r'(\w+)="([^"]*)"', gpu)}
     assert bench.parser().parse_args(opts["CO"]).max_bytes == 32 << 20
-    assert svc.parser().parse_args(opts["SV"]).rounds == 9
+    co, sv = bench.parser().parse_args(opts["CO"]), svc.parser().parse_args(opts["SV"])
+    assert (co.rounds, co.round_ms, sv.rounds, sv.round_ms) == (21, 5.0, 15, 5.0)
     _cvt_spec = importlib.util.spec_from_file_location("comm_vs_torch", _PATH.parent / "comm_vs_torch.py")
     cvt = importlib.util.module_from_spec(_cvt_spec)
     sys.modules["comm_vs_torch"] = cvt  # its dataclasses look their module up
