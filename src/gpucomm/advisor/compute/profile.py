@@ -646,11 +646,16 @@ class _Tables:
         if software == "fused":
             return 0.0
         h = self._host.get((shape.family, shape.ac))
-        if h is None and shape.ac != "none":
-            notes.append(f"{shape.family} layers with ac={shape.ac}: no host-bound point measured; the host's "
-                         "time is left out")
+        if h is None and shape.ac != "none" and (shape.family, shape.ac) not in self._modes:
+            notes.append(f"{shape.family} layers with ac={shape.ac}: no point measured; the host's time is left "
+                         "out")
             return 0.0
-        return h or 0.0
+        return h or 0.0  # points of the mode measured and none host-paced: the device outlasts the host
+
+    @functools.cached_property
+    def _modes(self) -> set[tuple[str, str]]:
+        """(family, checkpointing mode) of every measured layer point."""
+        return {(layer_shape_of(r).family, layer_shape_of(r).ac) for r in self.layers}
 
     @staticmethod
     def recompute_s(shape: LayerShape, ew_fwd: float, gemm_fwd: float, attn_fwd: float) -> float:
