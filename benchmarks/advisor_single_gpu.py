@@ -34,12 +34,15 @@ Usage::
 
     PYTHONPATH=src python benchmarks/advisor_single_gpu.py --out benchmarks/results/advisor-single-gpu_h200x1_DATE.txt
     python benchmarks/advisor_single_gpu.py --cpu-smoke        # two toy models on CPU: the plumbing, not the numbers
+    python benchmarks/advisor_single_gpu.py --case name=mine,family=llama,layers=12,hidden=2048,heads=16,\
+        kv_heads=4,ffn=5504,vocab=32000,seq=4096,mb=2,ac=op     # shapes of your own, instead of the thirteen
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as _dt
 import gc
 import io
@@ -396,6 +399,34 @@ _ROW = re.compile(r"^\| (?P<name>[^|]+?) \| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| 
                   r"(?P<resv>[\d.]+) / (?P<presv>[\d.]+) GiB \|")
 
 
+def parse_case(spec: str) -> Case:
+    """A case from ``name=..,family=..,layers=..,hidden=..,heads=..,kv_heads=..,ffn=..,vocab=..,seq=..,mb=..``
+    (optional ``ac=none|full|op``, ``upcast=1|0``): shapes chosen by whoever runs the script, checked the same way.
+
+    Raises:
+        ValueError: a key missing or unknown, or a value of the wrong kind (one line naming ``--case``).
+    """
+    ints = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "mb")
+    try:
+        kv = dict(part.split("=", 1) for part in spec.split(","))
+    except ValueError:
+        raise ValueError(f"--case {spec!r}: expected key=value pairs separated by commas") from None
+    unknown = sorted(set(kv) - {"name", "family", "ac", "upcast", *ints})
+    missing = sorted({"name", "family", *ints} - set(kv))
+    if unknown or missing:
+        raise ValueError(f"--case {spec!r}: " + (f"unknown keys {', '.join(unknown)}" if unknown else
+                                                 f"missing {', '.join(missing)}") +
+                         f"; expected name, family, {', '.join(ints)} and optionally ac, upcast")
+    if kv["family"] not in ("gpt", "llama") or kv.get("ac", "none") not in ("none", "full", "op"):
+        raise ValueError(f"--case {spec!r}: family gpt|llama and ac none|full|op expected")
+    try:
+        nums = {k: int(kv[k]) for k in ints}
+    except ValueError:
+        raise ValueError(f"--case {spec!r}: {', '.join(ints)} must be integers") from None
+    return Case(name=kv["name"], family=kv["family"], ac=kv.get("ac", "none"), upcast=kv.get("upcast", "1") != "0",
+                **nums)
+
+
 def read_measured(path: str) -> dict[str, tuple[Measured, dict]]:
     """The measurements of an earlier run: its JSON sidecar (``--out X.txt`` also writes ``X.json``, exact), or
     its text table (step in 0.1 ms, memory in 0.1 GiB).  ``{case: (Measured, the prediction printed then)}``.
@@ -409,6 +440,8 @@ def read_measured(path: str) -> dict[str, tuple[Measured, dict]]:
         for r in json.loads(text)["cases"]:
             got[r["case"]] = (Measured(step_s=r["step_s"], allocated=r["allocated"], reserved=r["reserved"],
                                        params=r["params"]), r.get("predicted", {}))
+            if "spec" in r:  # a --case of that run: its shape travels with its measurement
+                got[r["case"]][1]["_case"] = Case(**r["spec"])
     else:
         for line in text.splitlines():
             m = _ROW.match(line)
@@ -419,7 +452,7 @@ def read_measured(path: str) -> dict[str, tuple[Measured, dict]]:
                                        reserved=int(num["resv"] * GiB), params=0),
                               {"step_time_s": num["pstep"] / 1e3, "memory_allocated_bytes": num["palloc"] * GiB,
                                "memory_reserved_bytes": num["presv"] * GiB})
-    known = {c.name for c in CASES}
+    known = {c.name for c in CASES} | {n for n, (_, p) in got.items() if "_case" in p}
     if not set(got) & known:
         raise ValueError(f"--repredict {path}: no row of a known case ({', '.join(sorted(known))}); pass the .txt "
                          "or .json that advisor_single_gpu.py --out wrote on the GPU")
@@ -434,6 +467,9 @@ def main(argv: list[str] | None = None) -> int:
                          ".txt, or the .json sidecar --out writes beside it) and compare with its measurements")
     ap.add_argument("--hardware", default="h200-nvswitch", help="the --hardware the advisor predicts for")
     ap.add_argument("--only", nargs="+", help="case names to run")
+    ap.add_argument("--case", action="append", default=[], metavar="SPEC",
+                    help="a case of your own instead of the built-in ones (repeatable): name=..,family=gpt|llama,"
+                         "layers=..,hidden=..,heads=..,kv_heads=..,ffn=..,vocab=..,seq=..,mb=..[,ac=..][,upcast=0]")
     ap.add_argument("--host", default="auto", choices=("auto", "profile", "this"),
                     help="gpucomm advise --host: this (this machine's host, timed on its GPU: needs the profile's "
                          "GPU here), profile (the measuring machine's host), or auto (default: this where the "
@@ -457,9 +493,15 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
     if args.host == "auto":  # the steps run on this machine: its host paces them, so price this host
         args.host = "this" if cuda else "profile"
-    cases = SMOKE if args.cpu_smoke else CASES
+    try:
+        own = tuple(parse_case(spec) for spec in args.case)
+    except ValueError as exc:
+        print(f"advisor_single_gpu: error: {exc}", file=sys.stderr)
+        return 2
+    cases = own or (SMOKE if args.cpu_smoke else CASES)
     if args.repredict:
-        cases = tuple(c for c in cases if c.name in earlier)
+        builtin = {c.name: c for c in CASES}  # the run's order; a case's own shape where the run saved it
+        cases = tuple(p.get("_case") or builtin[n] for n, (_, p) in earlier.items() if "_case" in p or n in builtin)
     if args.only:
         unknown = sorted(set(args.only) - {c.name for c in cases})
         if unknown:
@@ -542,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).write_text("\n".join(lines) + "\n")
         if not args.repredict:
             side = {"kind": "advisor-single-gpu", "device": gpu, "torch": torch.__version__, "cases": [
-                {"case": c.name, "step_s": m.step_s, "allocated": m.allocated, "reserved": m.reserved,
+                {"case": c.name, "spec": dataclasses.asdict(c), "step_s": m.step_s, "allocated": m.allocated, "reserved": m.reserved,
                  "params": m.params, "sm_mhz": m.sm_mhz, "power_w": m.power_w, "predicted": {k: p[k] for k in ("step_time_s", "memory_allocated_bytes",
                                                                      "memory_reserved_bytes")}}
                 for c, m, p, *_ in rows]}
