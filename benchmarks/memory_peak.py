@@ -104,10 +104,18 @@ def run(c: single.Case, device: torch.device) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("cases", nargs="+", help="case names of benchmarks/advisor_single_gpu.py")
+    ap.add_argument("cases", nargs="+", help="case names of benchmarks/advisor_single_gpu.py, or its --case specs "
+                                             "(name=..,family=..,layers=..,...)")
     ap.add_argument("--out", help="also write the report to this file")
     args = ap.parse_args(argv)
     names = {c.name: c for c in single.CASES}
+    try:
+        own = {(c := single.parse_case(a)).name: c for a in args.cases if "=" in a}
+    except ValueError as exc:
+        print(f"memory_peak: error: {exc}", file=sys.stderr)
+        return 2
+    names.update(own)
+    args.cases = [a if "=" not in a else single.parse_case(a).name for a in args.cases]
     unknown = [n for n in args.cases if n not in names]
     if unknown:
         print(f"memory_peak: error: {' '.join(unknown)}: no such case; expected some of {', '.join(names)}",
