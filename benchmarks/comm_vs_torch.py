@@ -3,7 +3,9 @@
 For every op and message size (geometric, 8 B to 1 GiB by default) both implementations run on the
 same device list, with an untimed warmup, then many timed iterations measured with CUDA events
 (median and p99; inputs rotated among several buffers for small sizes so that caches do not flatter
-either side).  The table's ``ratio`` is torch time / our time: above 1 we are faster.  ``ok`` says
+either side).  The two sides alternate in blocks (ABBA); the table's ``ratio`` is the median over blocks of
+each block's torch median / our median (paired: load that drifts between blocks moves both of a pair alike;
+the files of 2026-12-04 up to comm-vs-torch-r4 give the ratio of the pooled medians): above 1 we are faster.  ``ok`` says
 whether the two results were equal (checked once per size).
 
 Ops (``size`` is the larger per-participant buffer, as in nccl-tests):
@@ -256,14 +258,17 @@ def measure(op: str, size: int, devices: list[torch.device], args) -> Row:
     blocks = max(2, iters // block)
     t_theirs: list[float] = []
     t_ours: list[float] = []
+    paired: list[float] = []  # each block's torch median / ours: both sides ran back to back in that block
     for b in range(blocks):
         order = ((theirs, t_theirs), (ours, t_ours)) if b % 2 == 0 else ((ours, t_ours), (theirs, t_theirs))
         for fn, acc in order:
             acc += time_call(fn, rotate, devices, block)
+        paired.append(statistics.median(t_theirs[-block:]) / statistics.median(t_ours[-block:]))
     tm, om = statistics.median(t_theirs), statistics.median(t_ours)
     return Row(op=op, size_bytes=size, n=len(devices), devices=",".join(map(str, devices)),
                torch_median_us=round(tm, 2), torch_p99_us=round(p99(t_theirs), 2),
-               ours_median_us=round(om, 2), ours_p99_us=round(p99(t_ours), 2), ratio=round(tm / om, 3),
+               ours_median_us=round(om, 2), ours_p99_us=round(p99(t_ours), 2),
+               ratio=round(statistics.median(paired), 3),
                iters=len(t_ours), correct=correct, ours_algbw_GBps=round(size / (om * 1e-6) / 1e9, 3))
 
 
@@ -328,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = [f"# command: {command}",
              f"# gpucomm.comm vs torch.cuda.comm | torch {torch.__version__} | {torch.cuda.get_device_name(0)} | "
              f"devices {','.join(map(str, devices))}",
-             "# times in microseconds (median, p99 of CUDA-event timings); ratio = torch / ours, > 1: we are faster",
+             "# times in microseconds (median, p99 of CUDA-event timings); ratio = median over the interleaved blocks "
+             "of the block's torch median / ours (paired: both sides ran back to back in each block), > 1: we are faster",
              f"{'op':22s} {'size':>9s} {'torch med':>10s} {'torch p99':>10s} {'ours med':>10s} {'ours p99':>10s} "
              f"{'ratio':>7s} {'GB/s':>8s} {'ok':>3s}"]
     for line in lines:
