@@ -15,8 +15,9 @@ of up to :data:`REDUCE_STACK_MAX_BYTES` each, reduce_scatter up to :data:`STACK_
 :data:`ALL_REDUCE_STACK_MAX_BYTES`.  Between the sizes where one strategy wins on every machine measured (the
 stack at 2 MiB per input and below, the chain at 32 MiB and above), which one is faster depends on the machine:
 the stack's time there is the device's (it moves a third more bytes), the chain's the host's (n - 1 launches),
-and on the H200 machines of 2026-12-04 a reduce of 4 x 8 MiB ran stacked/chained at 0.57, 0.94 and 1.40 of
-each other (``benchmarks/results/stack-vs-chain*_h200x1_2026-12-04.txt``).  So a **prepared** reduce or
+and on three H200 machines of 2026-12-04 a prepared reduce of 4 x 8 MiB ran stacked in 0.567, 0.943 and 1.206
+of its chained time (the first run's stack-vs-chain table, in overhead-logs_h200x1_2026-12-04/README.txt;
+``benchmarks/results/stack-vs-chain-r2_h200x1_2026-12-04.txt``, ``-r4``).  So a **prepared** reduce or
 all_reduce on one CUDA device whose inputs fall between those sizes (:func:`times_routes`) times both
 strategies when it is prepared, on scratch copies of its tensors (a few rounds of back-to-back calls, as
 cuDNN's benchmark mode times its algorithms), and binds the faster (:func:`faster`): the choice costs about
