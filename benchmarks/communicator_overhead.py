@@ -1,7 +1,7 @@
 """LocalCommunicator, plain and prepared, against torch.cuda.comm's ``out=`` form, in one process, interleaved.
 
 For broadcast, reduce, scatter, gather and all_reduce, at every size from 8 B to 256 MiB (factor 4),
-three sides run on the same buffers in alternating rounds:
+three sides run on the same buffers in interleaved rounds:
 
 * **torch** — the anchor.  On CUDA, ``torch.cuda.comm``'s out= form: ``broadcast(t, out=rest)``,
   ``reduce_add(ts, destination)`` (it has no out=, so it allocates and leaves ts[root] alone: the
@@ -15,12 +15,14 @@ three sides run on the same buffers in alternating rounds:
 ``size`` is the larger per-participant buffer (scatter's source, gather's destination).  Each round
 runs as many back-to-back calls as fill ``--round-ms``, timed with ``time.perf_counter`` between two
 device synchronisations (none inside the round), so a call's time is its host issue time or its
-device time, whichever bounds it.  Every side runs once in every round, the sides' order reversed from
-one round to the next.  The time per side is the median over ``--rounds`` rounds; each ratio is the
-median over rounds of that round's torch / ours (above 1: ours is faster; the target is >= 0.97
-everywhere): a paired statistic, so load that drifts across a cell's rounds moves both sides of a pair
-alike.  (The result files of 2026-12-04 up to communicator-overhead-r6 give the ratio of the two medians,
-over 9 rounds of 10 ms; both sides are treated the same either way.)
+device time, whichever bounds it.  Every side runs once in every round, in the order of a balanced Latin
+square (``benchmarks/_orders.py``: over 6 rounds each side follows every other side equally often, so what
+one block leaves the next falls on every side alike).  The time per side is the median over ``--rounds``
+rounds; each ratio is the median over rounds of that round's torch / ours (above 1: ours is faster; the
+target is >= 0.97 everywhere): a paired statistic, so load that drifts across a cell's rounds moves both
+sides of a pair alike.  (The result files of 2026-12-04 up to communicator-overhead-r6 give the ratio of
+the two medians, over 9 rounds of 10 ms in a forward-then-reversed order; both sides are treated the same
+either way.)
 
 Writes ``communicator-overhead_<hardware>_<date>.txt`` (the table) and ``.jsonl`` (one JSON object
 per row, flushed row by row, after a header object with the command) to ``--out`` (default:
@@ -47,6 +49,9 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks' shared helpers beside this script
+
+from _orders import cycle, order
 from gpucomm.communicator import LocalCommunicator
 
 OPS = ("broadcast", "reduce", "scatter", "gather", "all_reduce")
@@ -160,9 +165,10 @@ def interleaved(fns: dict[str, Callable[[], object]], devs: list[torch.device], 
     for fn in fns.values():  # one untimed full round each: clocks and caches settle before timing
         _round(fn, calls, devs)
     samples: dict[str, list[float]] = {k: [] for k in fns}
+    names = list(fns)
     for r in range(rounds):
-        for k in (list(fns) if r % 2 == 0 else list(reversed(fns))):
-            samples[k].append(_round(fns[k], calls, devs))
+        for i in order(len(names), r):  # each side follows every other equally often (benchmarks/_orders.py)
+            samples[names[i]].append(_round(fns[names[i]], calls, devs))
     if ratios is not None:
         ratios.update({k: statistics.median(t / x for t, x in zip(samples["torch"], v, strict=True))
                        for k, v in samples.items() if k != "torch"})
@@ -226,7 +232,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--factor", type=int, default=4, help="size step (default 4)")
     # Many short alternating rounds rather than a few long ones: on the H200 (2026-12-03, 5 x 20 ms)
     # the torch side of two identical C++ loops differed by 8 us between neighbouring sizes.
-    add_round_args(p, 21, "the .txt and .jsonl")
+    add_round_args(p, 4 * cycle(3), "the .txt and .jsonl")
     return p
 
 

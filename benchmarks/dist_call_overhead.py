@@ -17,10 +17,13 @@ the sides), each as a zero-argument callable built before timing:
   (``partial(gd.all_reduce, a, "sum")``): each call checks, maps the op and calls torch;
 * **prepared**: the callable ``gd.prepare("all_reduce", a, "sum")`` returned (checked once; for
   most ops it is the very ``partial`` the raw side is, built by gpucomm).  For each op and size the
-sides run in ``--rounds`` rounds of a block of back-to-back calls; inside a round the order of the
-sides rotates, so drift and warm caches hit all three alike.  Before the timed rounds every side
-runs one untimed block.  Defaults (21 rounds, 40-400 calls a block) keep the NCCL run on one H200
-under 2 minutes; at 7 rounds of 5-16 calls (the first H200 run) a cell's median moved by ±3%
+sides run in ``--rounds`` rounds of a block of back-to-back calls; inside a round the sides run in the
+order of a balanced Latin square (``benchmarks/_orders.py``: over 6 rounds each side follows every other
+equally often, so drift, warm caches and what one block leaves the next hit all three alike; until
+2026-12-04's dist-call-overhead-r2 the order rotated, so each side always followed the same other one, and the
+prepared side, for most ops the raw side's very ``partial``, read 0.945-1.036 of it).  Before the timed
+rounds every side runs one untimed block.  Defaults (24 rounds, 40-400 calls a block) keep the NCCL run on
+one H200 under 2 minutes; at 7 rounds of 5-16 calls (the first H200 run) a cell's median moved by ±3%
 between neighbouring sizes with identical code, more than the 3% the target allows.
 
 * **host µs/call**: ``time.perf_counter()`` around the block of calls, divided by the calls.  Nothing
@@ -62,7 +65,10 @@ import time
 import torch
 import torch.distributed as td
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the benchmarks' shared helpers beside this script
+
 import gpucomm.dist as gd
+from _orders import cycle, order
 
 OPS = ("all_reduce", "all_reduce_avg", "reduce", "broadcast", "all_gather", "reduce_scatter", "scatter",
        "gather", "all_to_all", "send_recv")
@@ -194,8 +200,7 @@ def measure(name: str, nbytes: int, args, device: torch.device, n: int, rank: in
     host: list[list[float]] = [[], [], []]
     dev: list[list[float]] = [[], [], []]
     for r in range(args.rounds):
-        for k in range(3):
-            s = (r + k) % 3
+        for s in order(3, r):  # each side follows every other equally often (benchmarks/_orders.py)
             h, d = timer.block(sides[s], calls)
             host[s].append(h)
             dev[s].append(d)
@@ -254,7 +259,7 @@ def _run(args) -> None:
     head = [f"# command: {args.command}",
             f"# {pg.backend if pg else gd.backend()} on {where}, world size {n}; torch {torch.__version__}, "
             f"Python {platform.python_version()}" + ("" if cuda else "; these are CPU numbers"),
-            f"# {args.rounds} rounds per cell, sides interleaved (order rotates each round); medians over rounds",
+            f"# {args.rounds} rounds per cell, sides interleaved (a balanced Latin square of orders); medians over rounds",
             "# ratios are raw time / side time (>= 1: as fast as raw); +µs = side host time - raw host time",
             "# rank 0's timings; float32 buffers of the given size per rank",
             "# calls per block: " + ", ".join(per), _load(), ""] + _header(cuda)
@@ -318,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-b", "--min-bytes", type=parse_size, default=8, help="smallest size (default 8)")
     parser.add_argument("-e", "--max-bytes", type=parse_size, default=256 << 20, help="largest (default 256M)")
     parser.add_argument("-f", "--factor", type=int, default=8, help="size step factor (default 8)")
-    parser.add_argument("--rounds", type=int, default=21, help="interleaved rounds per cell (default 21)")
+    parser.add_argument("--rounds", type=int, default=4 * cycle(3),
+                        help=f"interleaved rounds per cell (default {4 * cycle(3)}: whole balanced cycles)")
     parser.add_argument("--min-calls", type=int, default=40, help="fewest calls per block (default 40)")
     parser.add_argument("--max-calls", type=int, default=400, help="most calls per block (default 400)")
     parser.add_argument("--budget-bytes", type=parse_size, default=4 << 30,

@@ -18,8 +18,8 @@ prepared call that chose for itself, so a GPU run decides where the limits belon
   (the strategy is bound then), then ``p()``.
 * **prepared timed** — ``prepare(op, ...)`` as shipped (timed where ``times_routes`` says), then ``p()``.
 
-Rounds alternate their order as in ``communicator_overhead.py`` (same clock: back-to-back calls between
-two device synchronisations; the median over ``--rounds``).  Ratios are stacked / chained time (above 1:
+Rounds interleave the sides as in ``communicator_overhead.py`` (a balanced Latin square; same clock:
+back-to-back calls between two device synchronisations; the median over ``--rounds``).  Ratios are stacked / chained time (above 1:
 the chain is faster).  Writes ``stack-vs-chain_<hardware>_<date>.txt`` (with the command) to ``--out``
 (default ``$OUT``, else ``benchmarks/results``) and prints it.
 
@@ -40,6 +40,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared clock beside this script
 
+from _orders import cycle
 from communicator_overhead import add_round_args, human, interleaved, parse_size, sides, start, sweep
 from gpucomm.comm import _reduce
 from gpucomm.communicator import LocalCommunicator
@@ -94,7 +95,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", help="comma list (default: one GPU: cuda:0 x4; no GPU: cpu x4)")
     p.add_argument("--ops", default=",".join(OPS), help=f"comma list from {', '.join(OPS)}")
     p.add_argument("--sizes", default="2M,4M,8M,16M,32M", help="per-participant sizes (default 2M,4M,8M,16M,32M)")
-    add_round_args(p, 15, "the .txt")
+    add_round_args(p, 2 * cycle(6), "the .txt")
     return p
 
 

@@ -23,8 +23,8 @@ if [ "${SMOKE:-0}" = 1 ]; then  # tiny CPU sizes: the scripts, their files and t
   DEV=cpu,cpu,cpu,cpu; HW=cpu; CO="--max-bytes 1K --rounds 1 --round-ms 1"; SV="--sizes 1K --rounds 1 --round-ms 1"
   CT=; DC="--backend gloo --nproc 1 --max-bytes 1K --rounds 1"  # comm_vs_torch needs CUDA (torch.cuda.comm): skipped
 else
-  DEV=cuda:0,cuda:0,cuda:0,cuda:0; HW=h200x1; CO="--max-bytes 32M --rounds 21 --round-ms 5"; SV="--rounds 15 --round-ms 5"
-  CT="--max-bytes 32M --host-max-bytes 32M --time-per-point 0.08 --iters 200 --budget-s 65"; DC="--backend nccl --rounds 15 --max-bytes 32M"
+  DEV=cuda:0,cuda:0,cuda:0,cuda:0; HW=h200x1; CO="--max-bytes 32M --rounds 24 --round-ms 5"; SV="--rounds 12 --round-ms 5"
+  CT="--max-bytes 32M --host-max-bytes 32M --time-per-point 0.08 --iters 200 --budget-s 65"; DC="--backend nccl --rounds 18 --max-bytes 32M"
 fi
 {
   echo "# command: OUT=$OUT bash benchmarks/gpu/overhead.sh $D"; date -u

@@ -107,7 +107,7 @@ def test_gpu_overhead_script_fits_one_device_call_and_passes_options_its_scripts
     opts = {k: shlex.split(v) for k, v in re.findall(r'(\w+)="([^"]*)"', gpu)}
     assert bench.parser().parse_args(opts["CO"]).max_bytes == 32 << 20
     co, sv = bench.parser().parse_args(opts["CO"]), svc.parser().parse_args(opts["SV"])
-    assert (co.rounds, co.round_ms, sv.rounds, sv.round_ms) == (21, 5.0, 15, 5.0)
+    assert (co.rounds, co.round_ms, sv.rounds, sv.round_ms) == (24, 5.0, 12, 5.0)  # whole balanced cycles
     _cvt_spec = importlib.util.spec_from_file_location("comm_vs_torch", _PATH.parent / "comm_vs_torch.py")
     cvt = importlib.util.module_from_spec(_cvt_spec)
     sys.modules["comm_vs_torch"] = cvt  # its dataclasses look their module up
@@ -115,3 +115,19 @@ def test_gpu_overhead_script_fits_one_device_call_and_passes_options_its_scripts
     assert cvt.parser().parse_args(opts["CT"]).budget_s < 85
     dist = (_PATH.parent / "dist_call_overhead.py").read_text()
     assert all(f'"{flag}"' in dist for flag in opts["DC"] if flag.startswith("--"))
+
+
+def test_the_rounds_orders_balance_positions_and_what_precedes_each_side():
+    """benchmarks/_orders.py (imported by the overhead benchmarks): over one cycle every side takes every
+    position equally often and follows every other side equally often."""
+    import collections
+
+    orders = sys.modules["_orders"]
+    for k in range(2, 7):
+        rounds = [orders.order(k, r) for r in range(orders.cycle(k))]
+        assert all(sorted(row) == list(range(k)) for row in rounds)
+        positions = collections.Counter((i, side) for row in rounds for i, side in enumerate(row))
+        pairs = collections.Counter(p for row in rounds for p in zip(row, row[1:]))
+        assert len(set(positions.values())) == 1 and len(positions) == k * k
+        assert len(set(pairs.values())) == 1 and len(pairs) == k * (k - 1), (k, pairs)
+    assert orders.cycle(3) == 6 and orders.order(3, 0) == [0, 1, 2] and orders.order(3, 6) == [0, 1, 2]
