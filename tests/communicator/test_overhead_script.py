@@ -127,7 +127,7 @@ def test_the_rounds_orders_balance_positions_and_what_precedes_each_side():
         rounds = [orders.order(k, r) for r in range(orders.cycle(k))]
         assert all(sorted(row) == list(range(k)) for row in rounds)
         positions = collections.Counter((i, side) for row in rounds for i, side in enumerate(row))
-        pairs = collections.Counter(p for row in rounds for p in zip(row, row[1:]))
+        pairs = collections.Counter(p for row in rounds for p in zip(row, row[1:], strict=False))
         assert len(set(positions.values())) == 1 and len(positions) == k * k
         assert len(set(pairs.values())) == 1 and len(pairs) == k * (k - 1), (k, pairs)
     assert orders.cycle(3) == 6 and orders.order(3, 0) == [0, 1, 2] and orders.order(3, 6) == [0, 1, 2]
