@@ -12,9 +12,14 @@ profile's model, repeats ``rounds`` times, interleaved:
 * a CPU-only dispatch proxy: 5 x 5,000 ``x.add_(1)`` on a one-element CPU tensor, the median microseconds per
   call (the host alone, no GPU).
 
-It prints one row per round and the medians.  Usage (one GPU of the shipped profile's model)::
+It prints one row per round and the medians.  ``--widths`` also times whole ``op`` steps of 2 and 8 layers
+at other widths (4,096 tokens, an 8,192-entry vocabulary, head dim 64; Llama with a quarter of the heads as KV
+heads and a 3.5h MLP) and prints each one's marginal time a layer beside the device work the profile's
+lookups price for that layer: whether a layer's host time depends on its shape, and how a step composes the
+host's time with the device's.  Usage (one GPU of the shipped profile's model)::
 
     PYTHONPATH=src python benchmarks/host_probe.py --rounds 5 --out benchmarks/results/host-probe_h200x1_DATE.txt
+    PYTHONPATH=src python benchmarks/host_probe.py --rounds 3 --widths 128,768,1536,2560
 """
 
 from __future__ import annotations
@@ -45,6 +50,40 @@ def cpu_proxy_us() -> float:
     return statistics.median(windows)
 
 
+def _widths(ctx, src, widths: list[int], rounds: int) -> str:
+    """Whole op steps of 2 and 8 layers per family and width: the marginal time a layer (median over rounds)
+    beside the device work the profile's lookups price for the layer (module docstring)."""
+    from gpucomm.advisor.compute import measure
+    from gpucomm.advisor.compute.shapes import LayerShape, Rates, StepShape, expected_s
+
+    rows = ["| family | hidden | marginal ms a layer (rounds) | device ms a layer (lookups) | marginal / device |",
+            "|---|---:|---|---:|---:|"]
+    for fam in ("gpt", "llama"):
+        for w in widths:
+            heads = max(1, w // 64)
+            s = LayerShape(family=fam, hidden=w, heads=heads, kv_heads=heads if fam == "gpt" else max(1, heads // 4),
+                           ffn=4 * w if fam == "gpt" else 256 * max(1, round(3.5 * w / 256)), seq=4096, mb=1,
+                           ac="op")
+            marg = []
+            for _ in range(rounds):
+                t = []
+                for n in (2, 8):
+                    st = StepShape(layer=s, vocab=8192, layers=n)
+                    t.append(measure._step(ctx, st, expected_s("step", st, Rates()))["seconds"])
+                    torch.cuda.empty_cache()
+                marg.append((t[1] - t[0]) / 6)
+            notes: list[str] = []
+            try:
+                lay = src._tables.layer(s, 1, "eager", notes)
+                dev = lay.compute_s + lay.memory_s
+            except Exception:  # outside what the lookups price: say so, keep the row
+                dev = float("nan")
+            m = statistics.median(marg)
+            rows.append(f"| {fam} | {w} | {m * 1e3:.2f} ({', '.join(f'{x * 1e3:.2f}' for x in marg)}) | "
+                        f"{dev * 1e3:.2f}{' (extrapolated)' if notes else ''} | {m / dev:.2f} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     from gpucomm.advisor.compute import measure, profile, source
     from gpucomm.advisor.compute.profile import layer_shape_of
@@ -53,8 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     ap.add_argument("--hardware", default="h200-nvswitch", help="the shipped profile's --hardware")
+    ap.add_argument("--widths", default="", help="comma-separated hidden sizes of extra whole op steps")
     ap.add_argument("--out", help="also write the report to this file")
     args = ap.parse_args(argv)
+    try:
+        widths = [int(w) for w in args.widths.split(",") if w.strip()]
+    except ValueError:
+        print(f"host_probe: error: --widths {args.widths!r}: expected hidden sizes like 128,768", file=sys.stderr)
+        return 2
     if args.rounds < 1:
         print(f"host_probe: error: --rounds: expected a count >= 1, but got {args.rounds}; pass --rounds 5",
               file=sys.stderr)
@@ -123,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         proxy = cpu_proxy_us()
         got.setdefault("cpu", []).append(proxy)
         say(f"| {i} | " + " | ".join(cells) + f" | {proxy:.2f} |")
+    if widths:
+        say()
+        say(_widths(ctx, src, widths, args.rounds))
     say()
     say("medians: " + "; ".join(f"{k} x{statistics.median(v):.2f} (range {min(v):.2f}-{max(v):.2f})"
                                 if k != "cpu" else f"cpu add_ {statistics.median(v):.2f} us"
