@@ -96,8 +96,13 @@ gradient of the upcast logits are alive together (3 x 4 bytes; the issue's 2 x 8
 each for two 8,192-token Llama-3 samples), and the 16-bit logits themselves, which the loop a user writes holds
 (nanoGPT's ``logits, loss = model(X, Y)``; they stay alive through backward and the optimizer step): 14 bytes
 with 16-bit compute.  During the loss's forward ``log_softmax`` writes its fp32 output while its fp32 input (the
-upcast logits) is alive: 8 bytes beside the logits.  Cross-entropy on 16-bit logits under autocast holds the same (autocast runs
-``log_softmax`` in fp32).  ``fused`` = 4 bytes: the 16-bit logits and their 16-bit gradient.
+upcast logits) is alive: 8 bytes beside the logits.  Cross-entropy on 16-bit logits under autocast holds
+less: autocast runs ``log_softmax`` with ``dtype=float32`` (its fp32-set-dtype list,
+``AT_FORALL_FP32_SET_OPT_DTYPE`` in ``aten/src/ATen/autocast_mode.h``), so no fp32 copy of the logits is made (4
+bytes beside them in the forward), and its backward writes the gradient in the input's 16-bit dtype
+(``_log_softmax_backward_data``'s ``input_dtype``): 4 + 4 + 2 = 10 bytes at the start of backward, 12 with the
+logits the loop holds — as the H200 showed for gpt-774m and an 82 M GPT, one fp32 tensor fewer than the
+upcast loss (``benchmarks/results/memory-peak-r3_h200x1_2026-12-04.txt``).  ``fused`` = 4 bytes: the 16-bit logits and their 16-bit gradient.
 DataParallel computes the loss on device 0 over the whole gathered batch.
 
 **Autocast copies**: under ``torch.autocast`` over fp32 weights, every matmul casts its weight to 16 bits and
@@ -150,11 +155,12 @@ BUCKET_BYTES = 2 * 25 * 2**20
 """Two of the 25 MiB reduce buckets of zero1/zero2 (one filling, one in flight)."""
 _ZERO3_LIVE_PARAMS = 1e9
 _ZERO3_REDUCE_BUCKET = 5e8
-_LOSS_BYTES = {"upcast": 12.0, "autocast": 12.0, "upcast-del": 12.0, "fused": 4.0}
+_LOSS_BYTES = {"upcast": 12.0, "autocast": 10.0, "upcast-del": 12.0, "fused": 4.0}
 """Bytes per logit the loss's own tensors hold at the start of backward (module docstring, **Loss**)."""
-_LOSS_FWD_BYTES = {"upcast": 8.0, "autocast": 8.0, "upcast-del": 8.0, "fused": 0.0}
+_LOSS_FWD_BYTES = {"upcast": 8.0, "autocast": 4.0, "upcast-del": 8.0, "fused": 0.0}
 """Bytes per logit the loss's own tensors hold while its forward runs, beyond the logits (module docstring,
-**Loss**): the fp32 logits ``log_softmax`` reads and the fp32 output it writes."""
+**Loss**): the fp32 logits ``log_softmax`` reads (``upcast``: the loop's own ``.float()``) and the fp32 output
+it writes."""
 
 
 def loss_bytes_per_logit(loss: str, compute_bytes: float, at: str = "backward") -> float:
