@@ -160,3 +160,22 @@ def test_a_prepared_cuda_reduction_in_the_timed_band_leaves_the_tensors_alone_un
     assert all(torch.equal(t, torch.full_like(t, float(i + 1))) for i, t in enumerate(ts))
     p()
     assert torch.equal(ts[0], torch.full_like(ts[0], 6.0))
+
+
+def test_a_timed_prepared_reduction_without_room_for_its_clones_follows_the_rule(monkeypatch):
+    from gpucomm.collectives import ReduceOp
+    from gpucomm.comm import _reduce, _reductions
+
+    monkeypatch.setattr(_reduce, "times_routes", lambda first: True)
+    ts = [torch.full((8,), float(i + 1)) for i in range(4)]
+
+    def no_room(self, *args, **kwargs):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory (a test)")
+
+    monkeypatch.setattr(torch.Tensor, "clone", no_room)
+    timed = []
+    run = _reductions.bind_one_device(ts, ts[0], ReduceOp.SUM, timer=lambda r, k: timed.append(r) or 1.0)
+    monkeypatch.undo()
+    assert timed == [] and run.__name__ == "run"  # 32 B inputs: the rule stacks (the stacked run), untimed
+    run()
+    assert torch.equal(ts[0], torch.full((8,), 10.0))

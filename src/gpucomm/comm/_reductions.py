@@ -581,20 +581,31 @@ def _bind_faster(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp, rest: 
                  timer: _reduce.Timer) -> _kernels.Run | None:
     """Both strategies bound on clones of the tensors (``out`` and ``rest`` clone the input they are, so the
     clones alias as the tensors do: the user's memory is never written), timed (:func:`gpucomm.comm._reduce.faster`,
-    the plain rule's choice listed first), and the faster bound on the tensors themselves."""
-    clones = {id(t): t.clone() for t in ts}
-    twins = [clones[id(t)] if id(t) in clones else t.clone() for t in (out, *(rest or ()))]
-    scratch = ([clones[id(t)] for t in ts], twins[0], None if rest is None else twins[1:])
+    the plain rule's choice listed first), and the faster bound on the tensors themselves.  Where the clones do
+    not fit in the device's memory, the plain rule's choice, untimed."""
     binders = {"stacked": _bind_stacked, "chained": _bind_chained}
     if not _reduce.stacks("reduce" if rest is None else "all_reduce", ts[0].nbytes):
         binders = {"chained": _bind_chained, "stacked": _bind_stacked}
-    candidates = {name: bind(*scratch[:2], op, scratch[2]) for name, bind in binders.items()}
-    runs = {name: run for name, run in candidates.items() if run is not None}
+    try:
+        best = _timed_best(ts, out, op, rest, timer, binders)
+    except torch.cuda.OutOfMemoryError:
+        best = next(iter(binders))
+    if best is None:
+        return None
+    return binders[best](ts, out, op, rest)
+
+
+def _timed_best(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp, rest: list[torch.Tensor] | None,
+                timer: _reduce.Timer, binders: dict) -> str | None:
+    """The name of the faster of ``binders`` on clones of the tensors (:func:`_bind_faster`); None: neither binds.
+    The clones and the scratch stack are freed on return, before the real strategy allocates."""
+    clones = {id(t): t.clone() for t in ts}
+    twins = [clones[id(t)] if id(t) in clones else t.clone() for t in (out, *(rest or ()))]
+    scratch = ([clones[id(t)] for t in ts], twins[0], None if rest is None else twins[1:])
+    runs = {name: run for name, bind in binders.items() if (run := bind(*scratch[:2], op, scratch[2])) is not None}
     if not runs:
         return None
-    best = _reduce.faster(runs, timer) if len(runs) > 1 else next(iter(runs))
-    del candidates, runs, scratch, clones, twins  # the clones and the scratch stack go before the real one is allocated
-    return binders[best](ts, out, op, rest)
+    return _reduce.faster(runs, timer) if len(runs) > 1 else next(iter(runs))
 
 
 def bind_stacked(ts: list[torch.Tensor], out: torch.Tensor, op: ReduceOp,
