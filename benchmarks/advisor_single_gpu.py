@@ -417,12 +417,14 @@ def parse_case(spec: str) -> Case:
         raise ValueError(f"--case {spec!r}: " + (f"unknown keys {', '.join(unknown)}" if unknown else
                                                  f"missing {', '.join(missing)}") +
                          f"; expected name, family, {', '.join(ints)} and optionally ac, upcast")
-    if kv["family"] not in ("gpt", "llama") or kv.get("ac", "none") not in ("none", "full", "op"):
-        raise ValueError(f"--case {spec!r}: family gpt|llama and ac none|full|op expected")
-    try:
-        nums = {k: int(kv[k]) for k in ints}
-    except ValueError:
-        raise ValueError(f"--case {spec!r}: {', '.join(ints)} must be integers") from None
+    if kv["family"] not in ("gpt", "llama"):
+        raise ValueError(f"--case {spec!r}: family: expected gpt or llama, but got {kv['family']!r}")
+    if kv.get("ac", "none") not in ("none", "full", "op"):
+        raise ValueError(f"--case {spec!r}: ac: expected none, full or op, but got {kv['ac']!r}")
+    bad = [k for k in ints if not kv[k].isdigit() or int(kv[k]) < 1]
+    if bad:
+        raise ValueError(f"--case {spec!r}: {bad[0]}: expected a positive integer, but got {kv[bad[0]]!r}")
+    nums = {k: int(kv[k]) for k in ints}
     return Case(name=kv["name"], family=kv["family"], ac=kv.get("ac", "none"), upcast=kv.get("upcast", "1") != "0",
                 **nums)
 
@@ -477,6 +479,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="also write the report to this file (and the measurements to its .json sidecar)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
+    try:
+        own = tuple(parse_case(spec) for spec in args.case)
+    except ValueError as exc:
+        print(f"advisor_single_gpu: error: {exc}", file=sys.stderr)
+        return 2
     earlier: dict[str, tuple[Measured, dict]] = {}
     if args.repredict:
         try:
@@ -493,11 +500,6 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
     if args.host == "auto":  # the steps run on this machine: its host paces them, so price this host
         args.host = "this" if cuda else "profile"
-    try:
-        own = tuple(parse_case(spec) for spec in args.case)
-    except ValueError as exc:
-        print(f"advisor_single_gpu: error: {exc}", file=sys.stderr)
-        return 2
     cases = own or (SMOKE if args.cpu_smoke else CASES)
     if args.repredict:
         builtin = {c.name: c for c in CASES}  # the run's order; a case's own shape where the run saved it

@@ -54,7 +54,7 @@ def _widths(ctx, src, widths: list[int], rounds: int) -> str:
     """Whole op steps of 2 and 8 layers per family and width: the marginal time a layer (median over rounds)
     beside the device work the profile's lookups price for the layer (module docstring)."""
     from gpucomm.advisor.compute import measure
-    from gpucomm.advisor.compute.shapes import LayerShape, Rates, StepShape, expected_s
+    from gpucomm.advisor.compute.shapes import LayerShape
 
     rows = ["| family | hidden | marginal ms a layer (rounds) | device ms a layer (lookups) | marginal / device |",
             "|---|---:|---|---:|---:|"]
@@ -68,8 +68,7 @@ def _widths(ctx, src, widths: list[int], rounds: int) -> str:
             for _ in range(rounds):
                 t = []
                 for n in (2, 8):
-                    st = StepShape(layer=s, vocab=8192, layers=n)
-                    t.append(measure._step(ctx, st, expected_s("step", st, Rates()))["seconds"])
+                    t.append(measure.step_seconds(ctx, s, 8192, n))
                     torch.cuda.empty_cache()
                 marg.append((t[1] - t[0]) / 6)
             notes: list[str] = []
@@ -87,7 +86,7 @@ def _widths(ctx, src, widths: list[int], rounds: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     from gpucomm.advisor.compute import measure, profile, source
     from gpucomm.advisor.compute.profile import layer_shape_of
-    from gpucomm.advisor.compute.shapes import Rates, StepShape, expected_s
+    from gpucomm.advisor.compute.shapes import Rates, expected_s
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
@@ -111,13 +110,7 @@ def main(argv: list[str] | None = None) -> int:
               f"({prof.gpu if prof else 'none ships'})", file=sys.stderr)
         return 2
     src = profile.ProfileSource(prof)
-    points = src.host_points()
-    steps: dict[str, list] = {}
-    for r in prof.points["step"]:
-        s = layer_shape_of(r["layer"])
-        for fam, row in points.items():
-            if s == layer_shape_of(row):
-                steps.setdefault(fam, []).append(r)
+    points, steps = src.host_points(), src.host_steps()
     lines: list[str] = []
 
     def say(line: str = "") -> None:
@@ -132,10 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     say(f"date: {_dt.date.today().isoformat()}; device: {torch.cuda.get_device_name()}; host CPU "
         f"{collect_env('cpu').host.get('cpu_model', '?')}; profile {prof.source} (its host: "
         f"{prof.env.get('host', {}).get('cpu_model', 'not recorded')})")
-    for fam, rows in sorted(steps.items()):
+    for fam, (a, b, _) in sorted(steps.items()):
         say(f"profile {fam}: op layer point {(points[fam]['fwd_s'] + points[fam]['bwd_s']) * 1e3:.2f} ms; whole op "
-            "steps " + ", ".join(f"{r['layers']} layers {r['seconds'] * 1e3:.1f} ms" for r in
-                                  sorted(rows, key=lambda r: r["layers"])))
+            f"steps {a['layers']} layers {a['seconds'] * 1e3:.1f} ms, {b['layers']} layers {b['seconds'] * 1e3:.1f} ms")
     say()
     fams = sorted(points)
     say("| round | " + " | ".join(f"{f} layer x | {f} step marginal ms (x)" for f in fams) + " | cpu add_ us |")
@@ -151,13 +143,12 @@ def main(argv: list[str] | None = None) -> int:
             ratio = (lay["fwd_s"] + lay["bwd_s"]) / (row["fwd_s"] + row["bwd_s"])
             got.setdefault(f"{fam} layer", []).append(ratio)
             cells.append(f"{ratio:.2f}")
-            rows = sorted(steps.get(fam, []), key=lambda r: r["layers"])
-            if len(rows) >= 2:
-                a, b = rows[0], rows[-1]
+            if fam in steps:
+                a, b, _ = steps[fam]
                 here = []
                 for r in (a, b):
-                    st = StepShape(layer=s, vocab=r["vocab"], layers=r["layers"], loss=r.get("loss", "upcast"))
-                    here.append(measure._step(ctx, st, expected_s("step", st, Rates()))["seconds"])
+                    here.append(measure.step_seconds(ctx, layer_shape_of(r["layer"]), r["vocab"], r["layers"],
+                                                     r.get("loss", "upcast")))
                     torch.cuda.empty_cache()
                 m_here = (here[1] - here[0]) / (b["layers"] - a["layers"])
                 m_there = (b["seconds"] - a["seconds"]) / (b["layers"] - a["layers"])

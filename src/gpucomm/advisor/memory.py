@@ -428,8 +428,8 @@ def memory(job: Job, layout: Layout, margin_bytes: float | None = None) -> Memor
         # autocast's cast cache holds every matmul weight's 16-bit copy until the forward leaves autocast; in
         # backward only the copies the graph saved: all of them without checkpointing, the head's with it
         cast_fwd = 2.0 * mm if cast else 0.0
-        cast_bwd = (2.0 * (arch.vocab * arch.hidden / tp if last else 0.0) if L.ac in ("full", "op")
-                    else cast_fwd) if cast else 0.0
+        head_cast = 2.0 * arch.vocab * arch.hidden / tp if cast and last else 0.0
+        cast_bwd = head_cast if L.ac in ("full", "op") else cast_fwd
         grads_a = g if (m > 1 or persistent) else 0.0
         buffers = 0.0
         if gathered:

@@ -273,6 +273,12 @@ def _step(ctx: _Ctx, st: StepShape, expected: float) -> dict[str, Any]:
     return out
 
 
+def step_seconds(ctx: _Ctx, layer: LayerShape, vocab: int, layers: int, loss: str = "upcast") -> float:
+    """One whole step (:func:`_step`) of ``layers`` layers of ``layer``, timed as a profile point is."""
+    st = StepShape(layer=layer, vocab=vocab, layers=layers, loss=loss)
+    return _step(ctx, st, expected_s("step", st, Rates()))["seconds"]
+
+
 _MEASURE = {"layer": _layer, "kernels": _kernels, "attention": _attention, "embedding": _embedding,
             "head": _head, "optimizer": _optimizer, "step": _step}
 
@@ -418,9 +424,8 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[s
         for fam in fams:
             if fam in steps:
                 for r in steps[fam][:2]:
-                    st = StepShape(layer=layer_shape_of(r["layer"]), vocab=r["vocab"], layers=r["layers"],
-                                   loss=r.get("loss", "upcast"))
-                    got = _step(ctx, st, expected_s("step", st, Rates()))["seconds"]
+                    got = step_seconds(ctx, layer_shape_of(r["layer"]), r["vocab"], r["layers"],
+                                       r.get("loss", "upcast"))
                     times.setdefault((fam, r["layers"]), []).append(got)
             else:
                 s = layer_shape_of(points[fam])

@@ -655,7 +655,7 @@ class _Tables:
     @functools.cached_property
     def _modes(self) -> set[tuple[str, str]]:
         """(family, checkpointing mode) of every measured layer point."""
-        return {(layer_shape_of(r).family, layer_shape_of(r).ac) for r in self.layers}
+        return {(sh.family, sh.ac) for sh in map(layer_shape_of, self.layers)}
 
     @staticmethod
     def recompute_s(shape: LayerShape, ew_fwd: float, gemm_fwd: float, attn_fwd: float) -> float:
