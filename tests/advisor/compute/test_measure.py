@@ -79,6 +79,54 @@ def test_a_tiny_layer_measured_on_cuda_with_its_memory_and_clocks():
     assert step["peak_reserved_bytes"] >= step["peak_allocated_bytes"] > 0
 
 
+def test_busy_time_is_the_union_of_device_activity_between_markers_per_phase():
+    """Two phases, two iterations: five markers; the busy time of a phase is the union of the intervals between
+    its markers (overlaps counted once, the gaps and the markers left out), the median over iterations."""
+    mk = "at::cuda::(anonymous namespace)::spin_kernel(long)"
+    ev = [(0, 5, mk),
+          (10, 100, "gemm"), (150, 50, "elementwise"),  # phase 0, iteration 0: 150 ns busy over 190 ns
+          (300, 5, mk),
+          (310, 40, "a"), (330, 40, "memcpy"),  # overlapping: 60 ns
+          (400, 5, mk),
+          (410, 300, "gemm"),  # phase 0, iteration 1: 300 ns
+          (800, 5, mk),
+          (810, 20, "a"),  # phase 1, iteration 1: 20 ns
+          (900, 5, mk)]
+    got = measure.split_busy(list(reversed(ev)), n_phases=2, iterations=2)  # sorted by start inside
+    assert got == pytest.approx([(150 + 300) / 2 * 1e-9, (60 + 20) / 2 * 1e-9])
+    with pytest.raises(RuntimeError, match="4 marker kernels in the profile, expected 5"):
+        measure.split_busy(ev[:-1], n_phases=2, iterations=2)
+
+
+def test_busy_times_are_for_cuda_only_and_a_cpu_merge_fills_none():
+    assert measure.busy_phases([lambda: None], torch.device("cpu")) is None
+    p = measure.measure(_grid(), torch.device("cpu"), precision="fp32", grid_name="t", progress=lambda _: None)
+    assert not any(k.startswith("busy_") for rows in p.points.values() for r in rows for k in r)
+    points, filled = measure.fill_busy(p, torch.device("cpu"))
+    assert filled == 0 and points == p.points
+
+
+@requires_gpus(1)
+def test_busy_times_on_cuda_are_the_devices_share_of_each_measured_phase():
+    """Each layer, matmul, attention and step point gets busy times, no longer than its measured phases (the
+    host's gaps are out of them); a merge fills the busy times a profile lacks and keeps its measured times."""
+    dev = torch.device("cuda", 0)
+    p = measure.measure(_grid(), dev, precision="bf16", grid_name="t", progress=lambda _: None)
+    for kind, keys in (("layer", ("fwd_s", "bwd_s")), ("kernels", ("gemm_fwd_s", "gemm_bwd_s")),
+                       ("attention", ("fwd_s", "bwd_s")), ("step", ("seconds",))):
+        for r in p.points[kind]:
+            for k in keys:
+                assert 0 < r[f"busy_{k}"] <= 1.05 * r[k], (kind, k, r)
+    stripped = {k: [{f: v for f, v in r.items() if not f.startswith("busy_")} for r in rows]
+                for k, rows in p.points.items()}
+    from dataclasses import replace
+
+    points, filled = measure.fill_busy(replace(p, points=stripped), dev, progress=lambda _: None)
+    assert filled == sum(len(p.points[k]) for k in measure.BUSY_KINDS)
+    assert points["layer"][0]["fwd_s"] == p.points["layer"][0]["fwd_s"]
+    assert 0 < points["layer"][0]["busy_bwd_s"] <= 1.05 * points["layer"][0]["bwd_s"]
+
+
 def test_an_interrupt_keeps_what_was_measured_and_a_broken_point_is_named(monkeypatch):
     def broken(ctx, shape, expected):
         raise RuntimeError("no kernel for this shape\nsecond line")

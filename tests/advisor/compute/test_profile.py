@@ -131,6 +131,44 @@ def test_the_hosts_time_is_the_median_of_the_host_bound_points():
     assert fused.host_layer_s == 0
 
 
+def test_busy_times_price_the_device_where_a_profile_has_them():
+    """A point's device time is its kernels' busy time where measured (``busy_<key>``): a host-paced small point
+    timed alone would otherwise price its layer at the host's pace.  Busy times half the measured ones halve
+    every layer lookup; the host-bound test still reads the measured time."""
+    p = synthetic()
+    for kind, keys in (("layer", ("fwd_s", "bwd_s")), ("kernels", ("gemm_fwd_s", "gemm_bwd_s")),
+                       ("attention", ("fwd_s", "bwd_s"))):
+        for r in p.points[kind]:
+            r.update({f"busy_{k}": 0.5 * r[k] for k in keys})
+    arch, lo = _arch("llama", 2048), Layout(mb=4)
+    before, _ = _layer_s(ProfileSource(synthetic()), arch, lo)
+    got, parts = _layer_s(ProfileSource(p), arch, lo)
+    assert got == pytest.approx(0.5 * before)
+    assert parts.attn_fwd_s == pytest.approx(0.5 * ATTN * layer_shape("llama", 2048, 4096).attention().fwd_flops())
+    assert prof.device_s({"fwd_s": 2.0}, "fwd_s") == 2.0 and prof.device_s({"fwd_s": 2.0, "busy_fwd_s": 1.5},
+                                                                           "fwd_s") == 1.5
+
+
+def test_a_mode_with_whole_steps_takes_its_host_time_from_them_not_from_isolated_points():
+    """Isolated points overstate a layer's host time in a step; where whole steps of a (family, mode) were
+    measured at two layer counts and none is host-paced, the host's time of that mode is none, however
+    host-bound its isolated points are."""
+    p = synthetic()
+    for r in p.points["layer"]:
+        if r["family"] == "gpt" and r["ac"] == "full":  # host-bound alone: 10 x their device time
+            r["fwd_s"], r["bwd_s"] = 10 * r["fwd_s"], 10 * r["bwd_s"]
+    assert ProfileSource(p)._tables._host[("gpt", "full")] > 0
+    s = layer_shape("gpt", 1024, 4096, ac="full")
+    device = ProfileSource(p)._tables.layer(s, 1, "eager", [])
+    for n in (2, 8):
+        p.points["step"].append({"layer": s.key(), "vocab": 50304, "layers": n, "loss": "upcast",
+                                 "seconds": 0.040 + n * (device.compute_s + device.memory_s),
+                                 "peak_allocated_bytes": 2**30, "peak_reserved_bytes": 2**30})
+    src = ProfileSource(p)
+    assert ("gpt", "full") not in src._tables._host
+    assert src.parts(_job(_arch("gpt", 1024)), Layout(mb=1, ac="full")).host_layer_s == 0
+
+
 def test_outside_the_grid_the_answer_says_extrapolated_and_holds_the_per_flop_time():
     src = ProfileSource(synthetic())
     arch = _arch("llama", 2048)

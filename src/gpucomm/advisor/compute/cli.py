@@ -28,7 +28,13 @@ weights; the default on CUDA) or ``fp32`` (the default on CPU).
 
 ``--merge FILE`` completes an existing profile: it measures only the grid's points FILE lacks (a grid that grew
 since FILE was measured), on a GPU of FILE's model with FILE's software and precision, and writes FILE's points
-plus the new ones, the run named under the device block's ``merges``.
+plus the new ones, the run named under the device block's ``merges``.  On a GPU it also measures the busy times
+(below) of FILE's points that lack them, keeping their measured times.
+
+Busy times: after a layer, matmul, attention or whole-step point is timed, three more iterations run under
+``torch.profiler`` and the seconds its kernels, copies and memsets kept the device busy are saved beside the
+measured times (``busy_fwd_s``, ``busy_bwd_s``, ``busy_seconds``...).  Where the host issues work slower than
+the GPU runs it (a small layer timed alone), the measured interval is the host's; the busy time is the device's.
 
 Interrupted (Ctrl-C, SIGTERM), it stops between points and saves what it measured, marked as interrupted.
 Exit status: 0 ok; 2 usage error (one line naming the flag: an unknown model, a bad ``--arch``, no CUDA device
@@ -233,10 +239,18 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     if base is not None:
         prof = _merged(base, prof, env.host)
+        points, filled = measure.fill_busy(prof, device)  # FILE's points measured before busy times were
+        if filled:                                          # recorded get them here
+            from dataclasses import replace
+
+            prof.device["merges"][-1]["busy_filled"] = filled
+            prof = replace(prof, points=points)
     Path(args.out).absolute().parent.mkdir(parents=True, exist_ok=True)
     profile.save(prof, args.out)
     counts = ", ".join(f"{len(v)} {k}" for k, v in prof.points.items() if v)
     added = (f"; {sum(prof.device['merges'][-1]['points'].values())} points added to {args.merge}'s"
+             + (f", busy times of {prof.device['merges'][-1]['busy_filled']} of its points"
+                if prof.device["merges"][-1].get("busy_filled") else "")
              if base is not None else "")
     print(f"gpucomm measure: wrote {args.out}: {prof.gpu} ({'CPU profile' if prof.cpu else 'GPU profile'}), "
           f"{args.software}, {precision}; {counts}; {prof.device.get('measure_s', 0):.0f} s{added}")

@@ -54,7 +54,8 @@ from gpucomm.advisor.compute.shapes import (
     work,
 )
 
-__all__ = ["HOST_REPEATS", "device_info", "host_ratios", "measure", "point_key", "time_phases"]
+__all__ = ["BUSY_KINDS", "HOST_REPEATS", "busy_phases", "device_info", "fill_busy", "host_ratios", "measure",
+           "point_key", "split_busy", "time_phases"]
 
 
 def _sync(device: torch.device) -> None:
@@ -118,6 +119,69 @@ def time_phases(phases: list[Callable[[], Any]], device: torch.device, warmup: i
     return [m * norm for m in meds]
 
 
+BUSY_ITERATIONS = 3
+"""Iterations of a point run under the profiler for its busy time (:func:`busy_phases`)."""
+
+BUSY_KINDS = ("layer", "kernels", "attention", "step")
+"""The kinds whose points get busy times: those the host paces at small shapes (a layer's forward and backward
+issue some 40-150 kernels and autograd nodes; a whole step its layers' and more).  The head, embedding and
+optimizer points are a few large kernels each."""
+
+_MARK = "spin_kernel"
+"""The kernel ``torch.cuda._sleep`` launches: the marker between phases (:func:`busy_phases`)."""
+
+
+def busy_phases(phases: list[Callable[[], Any]], device: torch.device,
+                iterations: int = BUSY_ITERATIONS) -> list[float] | None:
+    """Median seconds the device spends in kernels, copies and memsets of each phase, over ``iterations`` run
+    under ``torch.profiler`` (CUPTI's device timestamps) after the point was warmed and timed; ``None`` off
+    CUDA.  A marker kernel (``torch.cuda._sleep``) is enqueued before each phase and after the last, so that
+    the device's activity splits into phases without reading the host's side.  This is the point's device time
+    without the host's pacing: where the host issues work slower than the device runs it (a small layer's
+    forward and backward, timed alone), the interval between CUDA events is the host's time, not the
+    device's (module docstring of :mod:`gpucomm.advisor.compute.profile`, **Device time**)."""
+    if device.type != "cuda":
+        return None
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    _sync(device)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iterations):
+            for ph in phases:
+                torch.cuda._sleep(1000)
+                ph()
+        torch.cuda._sleep(1000)
+        _sync(device)
+    events = [(e.start_ns(), e.duration_ns(), e.name()) for e in prof.profiler.kineto_results.events()
+              if e.device_type() == DeviceType.CUDA]
+    return split_busy(events, len(phases), iterations)
+
+
+def split_busy(events: list[tuple[int, int, str]], n_phases: int, iterations: int) -> list[float]:
+    """Per phase, the median over iterations of the seconds the device was busy between its markers
+    (:func:`busy_phases`): the union of the activity intervals ``(start_ns, duration_ns, name)`` that fall
+    between two consecutive marker kernels, the markers themselves left out.  Raises ``RuntimeError`` when the
+    markers are not the ``n_phases x iterations + 1`` expected (a profiler that lost events)."""
+    events = sorted(events)
+    marks = [i for i, (_, _, name) in enumerate(events) if _MARK in name]
+    if len(marks) != n_phases * iterations + 1:
+        raise RuntimeError(f"busy time: {len(marks)} marker kernels in the profile, expected "
+                           f"{n_phases * iterations + 1}")
+    spans = []
+    for a, b in zip(marks[:-1], marks[1:], strict=True):
+        busy, end = 0, None
+        for start, dur, _ in events[a + 1:b]:
+            stop = start + dur
+            if end is None or start >= end:
+                busy += dur
+            elif stop > end:
+                busy += stop - end
+            end = stop if end is None else max(end, stop)
+        spans.append(busy * 1e-9)
+    return [statistics.median(spans[k::n_phases]) for k in range(n_phases)]
+
+
 class _Ctx:
     """What every point needs: device, autocast, compile."""
 
@@ -151,7 +215,19 @@ def _none_grads(*tensors_or_modules) -> None:
             t.grad = None
 
 
-def _layer(ctx: _Ctx, s: LayerShape, expected: float) -> dict[str, Any]:
+def _busy(ctx: _Ctx, phases: list[Callable[[], Any]], keys: tuple[str, ...]) -> dict[str, float]:
+    """``busy_<key>`` of each phase (:func:`busy_phases`); empty off CUDA, or where the profiler lost its
+    markers (said on stderr: the point keeps its measured times)."""
+    try:
+        got = busy_phases(phases, ctx.device)
+    except RuntimeError as exc:
+        print(f"measure: {exc}; the point keeps its times without busy times", file=sys.stderr, flush=True)
+        return {}
+    return {} if got is None else {f"busy_{k}": v for k, v in zip(keys, got, strict=True)}
+
+
+def _layer_work(ctx: _Ctx, s: LayerShape) -> list[Callable[[], Any]]:
+    """One layer's forward and backward (the gradients set to None after it), as two phases."""
     mod = ctx.module(lambda: modules.layer(s))
     x = torch.randn(s.mb, s.seq, s.hidden, device=ctx.device, requires_grad=True)
     dy = torch.randn(s.mb, s.seq, s.hidden, device=ctx.device) * 1e-3
@@ -165,11 +241,16 @@ def _layer(ctx: _Ctx, s: LayerShape, expected: float) -> dict[str, Any]:
         held.pop("y").backward(dy)
         _none_grads(mod, x)
 
-    f, b = time_phases([fwd, bwd], ctx.device, *ctx.reps("layer", expected))
-    return {"fwd_s": f, "bwd_s": b}
+    return [fwd, bwd]
 
 
-def _kernels(ctx: _Ctx, s: LayerShape, expected: float) -> dict[str, Any]:
+def _layer(ctx: _Ctx, s: LayerShape, expected: float) -> dict[str, Any]:
+    phases = _layer_work(ctx, s)
+    f, b = time_phases(phases, ctx.device, *ctx.reps("layer", expected))
+    return {"fwd_s": f, "bwd_s": b, **_busy(ctx, phases, ("fwd_s", "bwd_s"))}
+
+
+def _kernels_work(ctx: _Ctx, s: LayerShape) -> list[Callable[[], Any]]:
     """The layer's matmuls alone, forward (``x W^T``) and backward (``dy W``, ``dy^T x``), in the compute dtype."""
     dev, dt = ctx.device, ctx.dtype
     mats = [(torch.randn(s.tokens, i, device=dev, dtype=dt), torch.randn(o, i, device=dev, dtype=dt),
@@ -184,11 +265,16 @@ def _kernels(ctx: _Ctx, s: LayerShape, expected: float) -> dict[str, Any]:
             torch.mm(dy, w)
             torch.mm(dy.t(), x)
 
-    f, b = time_phases([fwd, bwd], dev, 1, 3, SETTLE_S["kernels"])
-    return {"gemm_fwd_s": f, "gemm_bwd_s": b}
+    return [fwd, bwd]
 
 
-def _attention(ctx: _Ctx, a: AttentionShape, expected: float) -> dict[str, Any]:
+def _kernels(ctx: _Ctx, s: LayerShape, expected: float) -> dict[str, Any]:
+    phases = _kernels_work(ctx, s)
+    f, b = time_phases(phases, ctx.device, 1, 3, SETTLE_S["kernels"])
+    return {"gemm_fwd_s": f, "gemm_bwd_s": b, **_busy(ctx, phases, ("gemm_fwd_s", "gemm_bwd_s"))}
+
+
+def _attention_work(ctx: _Ctx, a: AttentionShape) -> list[Callable[[], Any]]:
     dev, dt = ctx.device, ctx.dtype
     q, k, v = (torch.randn(a.mb, a.heads, a.seq, a.head_dim, device=dev, dtype=dt, requires_grad=True)
                for _ in range(3))
@@ -202,8 +288,13 @@ def _attention(ctx: _Ctx, a: AttentionShape, expected: float) -> dict[str, Any]:
         held.pop("y").backward(dy)
         _none_grads(q, k, v)
 
-    f, b = time_phases([fwd, bwd], dev, *ctx.reps("attention", expected))
-    return {"fwd_s": f, "bwd_s": b}
+    return [fwd, bwd]
+
+
+def _attention(ctx: _Ctx, a: AttentionShape, expected: float) -> dict[str, Any]:
+    phases = _attention_work(ctx, a)
+    f, b = time_phases(phases, ctx.device, *ctx.reps("attention", expected))
+    return {"fwd_s": f, "bwd_s": b, **_busy(ctx, phases, ("fwd_s", "bwd_s"))}
 
 
 def _embedding(ctx: _Ctx, e: EmbeddingShape, expected: float) -> dict[str, Any]:
@@ -245,7 +336,8 @@ def _optimizer(ctx: _Ctx, o: OptimizerShape, expected: float) -> dict[str, Any]:
     return {"params": o.params(), "tensors": len(params), "seconds": t}
 
 
-def _step(ctx: _Ctx, st: StepShape, expected: float) -> dict[str, Any]:
+def _step_work(ctx: _Ctx, st: StepShape) -> tuple[list[Callable[[], Any]], int]:
+    """A whole training step as one phase, and the model's parameter count."""
     s, dev = st.layer, ctx.device
     emb = EmbeddingShape(vocab=st.vocab, hidden=s.hidden, seq=s.seq, mb=s.mb, positions=s.family == "gpt")
     head = HeadShape(family=s.family, vocab=st.vocab, hidden=s.hidden, seq=s.seq, mb=s.mb, loss=st.loss)
@@ -261,16 +353,22 @@ def _step(ctx: _Ctx, st: StepShape, expected: float) -> dict[str, Any]:
         loss.backward()
         opt.step()
 
+    return [step], sum(p.numel() for p in model.parameters())
+
+
+def _step(ctx: _Ctx, st: StepShape, expected: float) -> dict[str, Any]:
+    dev = ctx.device
+    phases, params = _step_work(ctx, st)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
-    (t,) = time_phases([step], dev, *ctx.reps("step", expected))
-    out: dict[str, Any] = {"seconds": t, "params": sum(p.numel() for p in model.parameters())}
+    (t,) = time_phases(phases, dev, *ctx.reps("step", expected))
+    out: dict[str, Any] = {"seconds": t, "params": params}
     if dev.type == "cuda":
         out["peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated(dev))
         out["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved(dev))
     else:
         out["peak_allocated_bytes"] = out["peak_reserved_bytes"] = 0
-    return out
+    return {**out, **_busy(ctx, phases, ("seconds",))}  # after the peaks: the profiler's pass is not the step's
 
 
 def step_seconds(ctx: _Ctx, layer: LayerShape, vocab: int, layers: int, loss: str = "upcast") -> float:
@@ -373,6 +471,62 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
     return ComputeProfile(device=info, software=software, precision=precision, grid=grid_name, env=dict(env or {}),
                           points=points)
 
+
+
+_WORK: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
+    "layer": (_layer_work, ("fwd_s", "bwd_s")), "kernels": (_kernels_work, ("gemm_fwd_s", "gemm_bwd_s")),
+    "attention": (_attention_work, ("fwd_s", "bwd_s")), "step": (lambda ctx, st: _step_work(ctx, st)[0],
+                                                                  ("seconds",))}
+
+
+def _shape_of(kind: str, row: dict[str, Any]) -> Any:
+    """The shape a profile row of ``kind`` (one of :data:`BUSY_KINDS`) was measured at."""
+    if kind == "step":
+        return StepShape(layer=layer_shape_of(row["layer"]), vocab=row["vocab"], layers=row["layers"],
+                         loss=row.get("loss", "upcast"))
+    if kind == "attention":
+        return AttentionShape(head_dim=row["head_dim"], heads=row["heads"], seq=row["seq"], mb=row["mb"])
+    return layer_shape_of(row if kind == "layer" else {**row, "ac": row.get("ac", "none")})
+
+
+def fill_busy(profile: ComputeProfile, device: torch.device,
+              progress: Callable[[str], None] | None = None) -> tuple[dict[str, list[dict[str, Any]]], int]:
+    """``profile``'s points with the busy times (:func:`busy_phases`) of those of :data:`BUSY_KINDS` that lack
+    them, measured here (``gpucomm measure --merge`` of a profile measured before busy times were recorded),
+    and how many were measured.  Each point is built, warmed and settled as when it was timed; its measured
+    times are kept.  A point that runs out of memory or fails keeps its times without busy times."""
+    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    ctx = _Ctx(device, profile.precision, profile.software)
+    points = {k: [dict(r) for r in v] for k, v in profile.points.items()}
+    todo = [(kind, row) for kind in BUSY_KINDS for row in points.get(kind, [])
+            if any(f"busy_{k}" not in row for k in _WORK[kind][1])]
+    if device.type != "cuda" or not todo:
+        return points, 0
+    say(f"measure: busy times of {len(todo)} points")
+    done, t0 = 0, time.perf_counter()
+    for i, (kind, row) in enumerate(todo):
+        if i % 50 == 0:
+            say(f"measure: busy {i}/{len(todo)} points, {kind}, {time.perf_counter() - t0:.0f} s")
+        work, keys = _WORK[kind]
+        try:
+            phases = work(ctx, _shape_of(kind, row))
+            for _ in range(2):
+                for ph in phases:
+                    ph()
+            _settle(phases, device, SETTLE_S[kind])
+            got = _busy(ctx, phases, keys)
+        except KeyboardInterrupt:
+            say(f"measure: interrupted after {i} of {len(todo)} busy times; saving those")
+            break
+        except Exception as exc:  # torch.OutOfMemoryError among them: the point keeps its measured times
+            say(f"measure: busy time of a {kind} point failed ({type(exc).__name__}); left without")
+            got = {}
+        finally:
+            phases = None
+            torch.cuda.empty_cache()
+        row.update(got)
+        done += bool(got)
+    return points, done
 
 
 HOST_REPEATS = 5

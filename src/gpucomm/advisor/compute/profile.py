@@ -261,6 +261,13 @@ def layer_shape_of(row: dict[str, Any]) -> LayerShape:
                                               "ac") if k in row})
 
 
+def device_s(row: dict[str, Any], key: str) -> float:
+    """A point's device time for its measured ``key`` (``fwd_s``, ``bwd_s``, ``gemm_fwd_s``, ...): the busy time
+    of its kernels, ``busy_<key>``, where the profile has it (module docstring, **Device time**), else ``key``
+    itself — the interval between CUDA events, which the host paces at small shapes."""
+    return float(row.get("busy_" + key, row[key]))
+
+
 HOST_PACED = 0.8
 """A layer inside whole steps is paced by the host when the device work the lookups price for it fills less than
 this share of its marginal time.  Device-bound layers' marginals run 1.0-1.1x their priced device work (whole
@@ -469,7 +476,7 @@ class _Tables:
         out = []
         for key in ("fwd_s", "bwd_s"):
             pts = [((r["head_dim"], r["seq"], r["mb"] * r["heads"]),
-                    math.log(max(r[key], 1e-12) / AttentionShape(head_dim=r["head_dim"], heads=r["heads"],
+                    math.log(max(device_s(r, key), 1e-12) / AttentionShape(head_dim=r["head_dim"], heads=r["heads"],
                                                                  seq=r["seq"], mb=r["mb"]).fwd_flops()))
                    for r in self.attention]
             v, n = nested(pts, axes, (a.head_dim, a.seq, a.rows), "attention", _fmt)
@@ -489,24 +496,30 @@ class _Tables:
             if s.ac != "none":
                 continue
             af, ab = self._measured_attention(s)
-            total = r["fwd_s"] + r["bwd_s"]
+            fwd = device_s(r, "fwd_s")
+            total = fwd + device_s(r, "bwd_s")
             rest = max(total - af - ab, 0.1 * total)  # attention alone can run slower than inside the layer
-            fwd_share = min(1.0, max(0.0, (r["fwd_s"] - af) / rest))
+            fwd_share = min(1.0, max(0.0, (fwd - af) / rest))
             by.setdefault(s.family, []).append(((s.tp, s.hidden, s.tokens), math.log(rest / s.gemm_flops()),
                                                 fwd_share))
         return by
 
     @functools.cached_property
     def _host(self) -> dict[tuple[str, str], float]:
-        """Per (family, checkpointing mode): the host's time to issue one layer's forward and backward — the
-        median measured time of the layer points that are host-bound, whose device work (the ``ac=none`` layer
-        at that shape plus what the mode reruns) fills less than half of it (module docstring, **Host**).
-        Absent where no point is host-bound (``ac=none`` points, whose lookup is their own measured time)."""
+        """Per (family, checkpointing mode): the host's time to issue one layer's forward and backward — from
+        whole steps at two layer counts where the profile has them for the (family, mode) (:attr:`_step_host`;
+        none of them host-paced: absent, the device outlasts the host), else the median measured time of the
+        isolated layer points that are host-bound, whose device work (the ``ac=none`` layer at that shape plus
+        what the mode reruns) fills less than half of it (module docstring, **Host**).  Isolated points
+        overstate a layer's host time in a step (each times its own forward and backward call): on the shipped
+        H200 profile, priced by busy times, isolated ``none`` points of GPT 768-1536 wide at 4,096 tokens are
+        host-bound, while the whole ``none`` steps of the profile are device-bound."""
         by: dict[tuple[str, str], list[float]] = {}
+        stepped = {(s.family, s.ac) for s, _, _ in self._marginals}
         for r in self.layers:
             s = layer_shape_of(r)
             wall = r["fwd_s"] + r["bwd_s"]
-            if self._host_bound(s, wall):
+            if (s.family, s.ac) not in stepped and self._host_bound(s, wall):
                 by.setdefault((s.family, s.ac), []).append(wall)
         isolated = {k: statistics.median(v) for k, v in by.items()}
         return {**isolated, **self._step_host}
@@ -569,11 +582,12 @@ class _Tables:
         by: dict[str, list] = {}
         for r in self.kernels:
             s = layer_shape_of({**r, "ac": "none"})
-            total = r["gemm_fwd_s"] + r["gemm_bwd_s"]
+            fwd = device_s(r, "gemm_fwd_s")
+            total = fwd + device_s(r, "gemm_bwd_s")
             if total <= 0:
                 continue
             by.setdefault(s.family, []).append(((s.tp, s.hidden, s.tokens), math.log(total / s.gemm_flops()),
-                                                r["gemm_fwd_s"] / total))
+                                                fwd / total))
         return by
 
     @functools.cached_property
@@ -582,17 +596,19 @@ class _Tables:
         rotary, casts, residual adds, launch gaps) per byte of the activations it stores (:func:`_ew_bytes`):
         log(seconds / byte), and the forward's share; from the ``ac=none`` layer points that have their
         matmuls measured alone (module docstring, **Lookup**)."""
-        mm = {layer_shape_of({**r, "ac": "none"}): r["gemm_fwd_s"] + r["gemm_bwd_s"] for r in self.kernels}
-        mm_fwd = {layer_shape_of({**r, "ac": "none"}): r["gemm_fwd_s"] for r in self.kernels}
+        mm = {layer_shape_of({**r, "ac": "none"}): device_s(r, "gemm_fwd_s") + device_s(r, "gemm_bwd_s")
+              for r in self.kernels}
+        mm_fwd = {layer_shape_of({**r, "ac": "none"}): device_s(r, "gemm_fwd_s") for r in self.kernels}
         by: dict[str, list] = {}
         for r in self.layers:
             s = layer_shape_of(r)
             if s.ac != "none" or s not in mm:
                 continue
             af, ab = self._measured_attention(s)
-            total = r["fwd_s"] + r["bwd_s"]
+            fwd = device_s(r, "fwd_s")
+            total = fwd + device_s(r, "bwd_s")
             other = max(total - af - ab - mm[s], 0.05 * total)  # alone, attention and matmuls can run slower
-            fwd_share = min(1.0, max(0.0, (r["fwd_s"] - af - mm_fwd[s]) / other))
+            fwd_share = min(1.0, max(0.0, (fwd - af - mm_fwd[s]) / other))
             by.setdefault(s.family, []).append(((s.tp, s.hidden, s.tokens), math.log(other / _ew_bytes(s)),
                                                 fwd_share))
         return by
