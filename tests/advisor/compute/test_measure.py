@@ -102,8 +102,8 @@ def test_busy_times_are_for_cuda_only_and_a_cpu_merge_fills_none():
     assert measure.busy_phases([lambda: None], torch.device("cpu")) is None
     p = measure.measure(_grid(), torch.device("cpu"), precision="fp32", grid_name="t", progress=lambda _: None)
     assert not any(k.startswith("busy_") for rows in p.points.values() for r in rows for k in r)
-    points, filled = measure.fill_busy(p, torch.device("cpu"))
-    assert filled == 0 and points == p.points
+    points, filled, complete = measure.fill_busy(p, torch.device("cpu"))
+    assert filled == 0 and complete and points == p.points
 
 
 @requires_gpus(1)
@@ -121,8 +121,9 @@ def test_busy_times_on_cuda_are_the_devices_share_of_each_measured_phase():
                 for k, rows in p.points.items()}
     from dataclasses import replace
 
-    points, filled = measure.fill_busy(replace(p, points=stripped), dev, progress=lambda _: None)
-    assert filled == sum(len(p.points[k]) for k in measure.BUSY_KINDS)
+    points, filled, complete = measure.fill_busy(replace(p, points=stripped), dev, progress=lambda _: None)
+    assert complete and filled == sum(len(p.points[k]) for k in measure.FILL_KINDS)
+    assert not any(k.startswith("busy_") for k in points["step"][0])  # a step's busy time is not filled
     assert points["layer"][0]["fwd_s"] == p.points["layer"][0]["fwd_s"]
     assert 0 < points["layer"][0]["busy_bwd_s"] <= 1.05 * points["layer"][0]["bwd_s"]
 

@@ -226,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
 
     env = collect_env(device.type, extra={"grid": grid_name, "software": args.software, "precision": precision})
     import signal
-    from dataclasses import asdict
+    from dataclasses import asdict, replace
 
     def _stop(signum, frame):  # timeout's SIGTERM: stop between points and save what was measured
         raise KeyboardInterrupt
@@ -235,16 +235,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         prof = measure.measure(grid, device, software=args.software, precision=precision, grid_name=grid_name,
                                env=asdict(env), have=have)
+        if base is not None:
+            stopped = "interrupted" in prof.device
+            prof = _merged(base, prof, env.host)
+            if not stopped:  # FILE's points measured before busy times were recorded get them here
+                points, filled, complete = measure.fill_busy(prof, device)
+                run_info = prof.device["merges"][-1]
+                if filled:
+                    run_info["busy_filled"] = filled
+                if not complete:
+                    run_info["busy_interrupted"] = True
+                prof = replace(prof, points=points)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    if base is not None:
-        prof = _merged(base, prof, env.host)
-        points, filled = measure.fill_busy(prof, device)  # FILE's points measured before busy times were
-        if filled:                                          # recorded get them here
-            from dataclasses import replace
-
-            prof.device["merges"][-1]["busy_filled"] = filled
-            prof = replace(prof, points=points)
     Path(args.out).absolute().parent.mkdir(parents=True, exist_ok=True)
     profile.save(prof, args.out)
     counts = ", ".join(f"{len(v)} {k}" for k, v in prof.points.items() if v)

@@ -54,8 +54,8 @@ from gpucomm.advisor.compute.shapes import (
     work,
 )
 
-__all__ = ["BUSY_KINDS", "HOST_REPEATS", "busy_phases", "device_info", "fill_busy", "host_ratios", "measure",
-           "point_key", "split_busy", "time_phases"]
+__all__ = ["BUSY_KINDS", "FILL_KINDS", "HOST_REPEATS", "busy_phases", "device_info", "fill_busy", "host_ratios",
+           "measure", "point_key", "split_busy", "time_phases"]
 
 
 def _sync(device: torch.device) -> None:
@@ -489,19 +489,25 @@ def _shape_of(kind: str, row: dict[str, Any]) -> Any:
     return layer_shape_of(row if kind == "layer" else {**row, "ac": row.get("ac", "none")})
 
 
-def fill_busy(profile: ComputeProfile, device: torch.device,
-              progress: Callable[[str], None] | None = None) -> tuple[dict[str, list[dict[str, Any]]], int]:
-    """``profile``'s points with the busy times (:func:`busy_phases`) of those of :data:`BUSY_KINDS` that lack
-    them, measured here (``gpucomm measure --merge`` of a profile measured before busy times were recorded),
-    and how many were measured.  Each point is built, warmed and settled as when it was timed; its measured
-    times are kept.  A point that runs out of memory or fails keeps its times without busy times."""
+FILL_KINDS = ("layer", "kernels", "attention")
+"""The kinds :func:`fill_busy` measures busy times of: those the lookups price the device from (a whole step's
+busy time is recorded when the step is measured, not read by the lookups)."""
+
+
+def fill_busy(profile: ComputeProfile, device: torch.device, progress: Callable[[str], None] | None = None
+              ) -> tuple[dict[str, list[dict[str, Any]]], int, bool]:
+    """``profile``'s points with the busy times (:func:`busy_phases`) of those of :data:`FILL_KINDS` that lack
+    them, measured here (``gpucomm measure --merge`` of a profile measured before busy times were recorded);
+    how many were measured; and whether every one was (an interrupt stops between points: those done are kept).
+    Each point is built, warmed and settled as when it was timed; its measured times are kept.  A point that
+    runs out of memory or fails keeps its times without busy times."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     ctx = _Ctx(device, profile.precision, profile.software)
     points = {k: [dict(r) for r in v] for k, v in profile.points.items()}
-    todo = [(kind, row) for kind in BUSY_KINDS for row in points.get(kind, [])
+    todo = [(kind, row) for kind in FILL_KINDS for row in points.get(kind, [])
             if any(f"busy_{k}" not in row for k in _WORK[kind][1])]
     if device.type != "cuda" or not todo:
-        return points, 0
+        return points, 0, True
     say(f"measure: busy times of {len(todo)} points")
     done, t0 = 0, time.perf_counter()
     for i, (kind, row) in enumerate(todo):
@@ -517,7 +523,7 @@ def fill_busy(profile: ComputeProfile, device: torch.device,
             got = _busy(ctx, phases, keys)
         except KeyboardInterrupt:
             say(f"measure: interrupted after {i} of {len(todo)} busy times; saving those")
-            break
+            return points, done, False
         except Exception as exc:  # torch.OutOfMemoryError among them: the point keeps its measured times
             say(f"measure: busy time of a {kind} point failed ({type(exc).__name__}); left without")
             got = {}
@@ -526,7 +532,7 @@ def fill_busy(profile: ComputeProfile, device: torch.device,
             torch.cuda.empty_cache()
         row.update(got)
         done += bool(got)
-    return points, done
+    return points, done, True
 
 
 HOST_REPEATS = 5

@@ -346,14 +346,17 @@ def default_grid() -> Grid:
     # (the marginal time of a layer; isolated op layers overstate it, advisor-single-gpu-r2_h200x1_2026-12-04)
     steps += tuple(StepShape(layer=_layer(fam, h, 1, 4096, ac="op"), vocab=_VOCAB[fam], layers=n)
                    for fam in FAMILIES for h in _WIDTHS[(fam, 1)][0:2] for n in HOST_STEP_LAYERS)
-    # whole steps at more layers, next to the 2-layer steps above (MARGIN_STEP_LAYERS); at 4,096 tokens without
-    # checkpointing 8 layers, so that a layer's time inside a step is measured at a micro-batch's smallest
-    # token count too, where launch gaps and the host weigh most
+    # whole steps at more layers, next to the 2-layer steps above (MARGIN_STEP_LAYERS); at 4,096 tokens 8 layers
+    # without checkpointing and 2 and 8 with full checkpointing, so that a layer's time inside a step is measured
+    # at a micro-batch's smallest token count too, where launch gaps and the host weigh most (on a slow host a
+    # full-checkpointing step of gpt-650m at 8,192 tokens ran 124.5 ms against 104-107 ms on three others,
+    # advisor-single-gpu-r15_h200x1_2026-12-04: the host's time of the mode, which device-bound steps hide)
     steps += tuple(StepShape(layer=_layer(fam, h, 1, 16384, ac=ac), vocab=_VOCAB[fam], layers=n)
                    for fam in FAMILIES for h in _WIDTHS[(fam, 1)][0:6:2] for ac in ("none", "full")
                    for n in MARGIN_STEP_LAYERS)
-    steps += tuple(StepShape(layer=_layer(fam, h, 1, 4096), vocab=_VOCAB[fam], layers=MARGIN_STEP_LAYERS[0])
-                   for fam in FAMILIES for h in _WIDTHS[(fam, 1)][0:6:2])
+    steps += tuple(StepShape(layer=_layer(fam, h, 1, 4096, ac=ac), vocab=_VOCAB[fam], layers=n)
+                   for fam in FAMILIES for h in _WIDTHS[(fam, 1)][0:6:2]
+                   for ac, n in (("none", MARGIN_STEP_LAYERS[0]), *(("full", n) for n in HOST_STEP_LAYERS)))
     return Grid(layers=tuple(layers), attention=attention, embeddings=embeddings, heads=tuple(heads),
                 optimizers=optimizers, steps=steps)
 
