@@ -70,7 +70,7 @@ def _widths(ctx, src, widths: list[int], rounds: int) -> str:
                 for n in (2, 8):
                     t.append(measure.step_seconds(ctx, s, 8192, n))
                     torch.cuda.empty_cache()
-                marg.append((t[1] - t[0]) / 6)
+                marg.append(src.marginal_s(s.key(), 8192, (2, t[0]), (8, t[1])))  # the optimizer's share out
             notes: list[str] = []
             try:
                 lay = src._tables.layer(s, 1, "eager", notes)
@@ -150,8 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                     here.append(measure.step_seconds(ctx, layer_shape_of(r["layer"]), r["vocab"], r["layers"],
                                                      r.get("loss", "upcast")))
                     torch.cuda.empty_cache()
-                m_here = (here[1] - here[0]) / (b["layers"] - a["layers"])
-                m_there = (b["seconds"] - a["seconds"]) / (b["layers"] - a["layers"])
+                m_here, m_there = (src.marginal_s(a["layer"], a["vocab"], (a["layers"], ta), (b["layers"], tb))
+                                   for ta, tb in (here, (a["seconds"], b["seconds"])))
                 got.setdefault(f"{fam} step", []).append(m_here / m_there)
                 cells.append(f"{m_here * 1e3:.2f} (x{m_here / m_there:.2f})")
             else:

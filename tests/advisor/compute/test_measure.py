@@ -189,6 +189,23 @@ def test_host_ratios_time_the_profiles_whole_op_steps_again_here():
         assert "op steps of 2 and 8 layers" in line and "medians of 5" in line
 
 
+def test_host_ratios_read_this_hosts_marginal_as_the_profile_reads_its_own(monkeypatch):
+    """The probe's marginal time a layer here is the profile's own formula (ProfileSource.marginal_s): the
+    difference of the two steps a layer, the optimizer step over the extra layers' parameters taken out — the
+    same quantity as the profile's host time it is divided by."""
+    p = _op_profile()
+    src = profile.ProfileSource(p)
+    a, b = sorted((r for r in p.points["step"]), key=lambda r: r["layers"])
+    timed = {2: 0.100, 8: 0.400}
+    monkeypatch.setattr(measure, "step_seconds", lambda ctx, layer, vocab, layers, loss="upcast": timed[layers])
+    src.host_points = dict
+    src.host_steps = lambda: {"gpt": (a, b, 0.01)}
+    ratios, _ = measure.host_ratios(src, repeats=1)
+    here = src.marginal_s(a["layer"], a["vocab"], (2, 0.100), (8, 0.400))
+    assert ratios["gpt"] == pytest.approx(here / 0.01)
+    assert here < 0.300 / 6  # the optimizer's share of the extra layers is out
+
+
 def test_host_steps_pick_the_least_device_work_pair():
     """host_steps: per family with a whole-step host time, the fewest- and most-layer steps of the smallest
     shape, and the profile's host time a layer (_step_host)."""

@@ -48,6 +48,12 @@ def test_a_measured_point_is_looked_up_as_it_was_measured():
     assert parts.gemm_fwd_s == pytest.approx(GEMM * s.gemm_flops() / 3)
 
 
+def _opt(s, layers, vocab=50304):
+    """The synthetic optimizer's time over a whole step's parameters (``OPT`` seconds a parameter): what a step
+    of ``layers`` layers spends in fused AdamW."""
+    return OPT * prof._step_params(s, vocab, layers)
+
+
 def _synthetic_layer(s):
     from ._profiles import layer_time
 
@@ -162,7 +168,7 @@ def test_a_mode_with_whole_steps_takes_its_host_time_from_them_not_from_isolated
     device = ProfileSource(p)._tables.layer(s, 1, "eager", [])
     for n in (2, 8):
         p.points["step"].append({"layer": s.key(), "vocab": 50304, "layers": n, "loss": "upcast",
-                                 "seconds": 0.040 + n * (device.compute_s + device.memory_s),
+                                 "seconds": 0.040 + _opt(s, n) + n * (device.compute_s + device.memory_s),
                                  "peak_allocated_bytes": 2**30, "peak_reserved_bytes": 2**30})
     src = ProfileSource(p)
     assert ("gpt", "full") not in src._tables._host
@@ -308,7 +314,7 @@ def test_whole_steps_at_two_layer_counts_give_the_hosts_time_inside_a_step():
     s = layer_shape("gpt", 1024, 4096, ac="op")
     device = layer_time(layer_shape("gpt", 1024, 4096))
     host = 5 * sum(device)  # host-bound: the device fills a fifth of it
-    for n, t in ((2, 0.040 + 2 * host), (8, 0.040 + 8 * host)):
+    for n, t in ((2, 0.040 + _opt(s, 2) + 2 * host), (8, 0.040 + _opt(s, 8) + 8 * host)):
         p.points["step"].append({"layer": s.key(), "vocab": 50304, "layers": n, "loss": "upcast", "seconds": t,
                                  "peak_allocated_bytes": 2**30, "peak_reserved_bytes": 2**30})
     src = ProfileSource(p)
@@ -316,7 +322,7 @@ def test_whole_steps_at_two_layer_counts_give_the_hosts_time_inside_a_step():
     assert parts.host_layer_s == pytest.approx(host)
     # a marginal time the device fills is not the host's: the isolated points' median stays
     q = synthetic()
-    for n, t in ((2, 0.040 + 2 * sum(device)), (8, 0.040 + 8 * sum(device))):
+    for n, t in ((2, 0.040 + _opt(s, 2) + 2 * sum(device)), (8, 0.040 + _opt(s, 8) + 8 * sum(device))):
         q.points["step"].append({"layer": s.key(), "vocab": 50304, "layers": n, "loss": "upcast", "seconds": t,
                                  "peak_allocated_bytes": 2**30, "peak_reserved_bytes": 2**30})
     assert ProfileSource(q)._tables._step_host == {}
@@ -325,7 +331,7 @@ def test_whole_steps_at_two_layer_counts_give_the_hosts_time_inside_a_step():
     r = synthetic()
     op_device = ProfileSource(r)._tables.layer(s, 1, "eager", [])
     paced = 1.5 * (op_device.compute_s + op_device.memory_s)
-    for n, t in ((2, 0.040 + 2 * paced), (8, 0.040 + 8 * paced)):
+    for n, t in ((2, 0.040 + _opt(s, 2) + 2 * paced), (8, 0.040 + _opt(s, 8) + 8 * paced)):
         r.points["step"].append({"layer": s.key(), "vocab": 50304, "layers": n, "loss": "upcast", "seconds": t,
                                  "peak_allocated_bytes": 2**30, "peak_reserved_bytes": 2**30})
     assert ProfileSource(r)._tables._step_host[("gpt", "op")] == pytest.approx(paced)
@@ -364,7 +370,7 @@ def test_a_layer_inside_whole_steps_runs_at_its_marginal_time_and_is_not_the_hos
     per = 1.05 * (device.compute_s + device.memory_s)
     for n in (2, 24):
         p.points["step"].append({"layer": s.key(), "vocab": 50304, "layers": n, "loss": "upcast",
-                                 "seconds": 0.040 + n * per, "peak_allocated_bytes": 2**30,
+                                 "seconds": 0.040 + _opt(s, n) + n * per, "peak_allocated_bytes": 2**30,
                                  "peak_reserved_bytes": 2**30})
     src = ProfileSource(p)
     assert src._tables.in_step(s) == pytest.approx(1.05)

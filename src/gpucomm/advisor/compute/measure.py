@@ -599,7 +599,7 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[s
             a, b, there = steps[fam]
             s = layer_shape_of(a["layer"])
             ta, tb = (statistics.median(times[(fam, r["layers"])]) for r in (a, b))
-            here = (tb - ta) / (b["layers"] - a["layers"])
+            here = src.marginal_s(a["layer"], a["vocab"], (a["layers"], ta), (b["layers"], tb))
             what = (f"{fam} {s.hidden}-wide {s.mb}x{s.seq} op steps of {a['layers']} and {b['layers']} layers: "
                     f"{here * 1e3:.2f} ms a layer here (medians of {len(times[(fam, a['layers'])])}), "
                     f"{there * 1e3:.2f} ms in the profile")

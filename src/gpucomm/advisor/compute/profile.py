@@ -41,12 +41,25 @@ layers is measured (the default grid's whole steps of 8 and 24 layers) but not m
 shapes it grows with the layers at some widths and shrinks at others (GPT 1536-wide, full checkpointing: 0.99,
 3.36, 3.82 GiB at 2, 8, 24 layers; Llama 1536-wide: 9.27, 8.16, 5.66 GiB), so no rule over layers holds.
 
-A layer inside a whole step runs a little slower than its points price it (a step holds the GPU at its power
-limit for seconds, and its allocator and caches are a step's): where the profile has whole ``none`` or ``full``
-steps of one shape at two layer counts and the layer is device-bound there, its marginal time between them over
-the device work the lookups price for it (1.0-1.1 on the H200) multiplies the layer's time
+A layer inside a whole step runs a little slower than its points price it (launch gaps between its kernels; a
+step holds the GPU at its power limit for seconds, and its allocator and caches are a step's): where the profile
+has whole ``none`` or ``full`` steps of one shape at two layer counts and the layer is device-bound there, its
+marginal time between them — the optimizer step over the extra layers' parameters taken out — over the device
+work the lookups price for it (0.93-1.12 on the H200, busy times) multiplies the layer's time
 (:meth:`_Tables.in_step`; interpolated over hidden and tokens, ``full`` for full checkpointing, ``none`` for
 every other mode).
+
+**Device time**: each layer, matmul and attention point carries, beside its measured time, its *busy* time —
+the seconds its kernels, copies and memsets kept the device busy, read from ``torch.profiler`` over three more
+iterations (``busy_fwd_s``, ``busy_bwd_s``, ``busy_gemm_fwd_s``...; :func:`device_s`).  The lookups price the
+device from busy times where a profile has them: a small point timed alone is paced by the host — issuing one
+layer's forward and backward takes 2-3 ms of Python and autograd on the H200's host — so its measured time is
+the host's, and a per-FLOP or per-byte rate read from it carried that host time into larger layers (in the
+shipped profile a GPT layer 1,536 wide at 4,096 tokens measured 2.81 ms for 2.09 ms busy, 768 wide 2.59 ms for
+0.92 ms; device-bound points' busy times are 0.94-0.98 of their measured ones, the launch gaps; gpt-1.3b with
+per-op checkpointing, device-bound at 101.0 ms, was priced 115.4 ms from measured times,
+advisor-single-gpu-r14_h200x1_2026-12-04).  What a step adds to its kernels' busy time — launch gaps, caches
+and clocks of a whole step — is the layer's factor inside a step (below).
 
 **Checkpointing** (``ac``): ``torch.utils.checkpoint`` reruns forward work in the backward, at the rates the
 layer ran it forward — priced from the ``ac=none`` lookups, not from the checkpointed points' extra time per FLOP
@@ -65,13 +78,15 @@ host-bound this prices within a median 1-2%, and whole two-layer steps with ``fu
 its measured time was paced by the host.  The host's time of a (family, mode) is the median time of its
 host-bound points (a property of the code, not of the shape: the kernels issued are the same); the step takes
 the longer of the device's work and the host's (:mod:`gpucomm.advisor.timing`, **Host**).  Isolated points
-overstate it (each times its own forward and backward call); where the profile has whole steps of one shape at
-two layer counts (``gpucomm measure``'s default grid times ``op`` steps of 2 and 8 layers), a layer's marginal
-time between them, where host-paced, is the host's time instead.  Not applied to ``fused``.  The host's time is
-the measuring machine's CPU's (the env block names it): the shipped H200 profile's ``op`` layers take 6.9 ms
-(GPT) and 14.7 ms (Llama) of host time a layer on its Xeon host, and one host-paced step ran 102, 159 and 173 ms
-on three lent H200 machines of one day (advisor-single-gpu-r3/-r4/-r5_h200x1_2026-12-04); a profile measured
-on the training machine carries its host.
+overstate it (each times its own forward and backward call); where the profile has whole steps of a (family,
+mode) at two layer counts (``gpucomm measure``'s default grid times ``op`` steps of 2 and 8 layers, ``full``
+steps of 2 and 8 and ``none`` steps of 2 and 8 at 4,096 tokens), a layer's marginal time between them, where
+host-paced, is the host's time instead, and a mode whose steps are all device-bound has none.  Not applied to
+``fused``.  The host's time is the measuring machine's CPU's (the env block names it): the shipped H200
+profile's layers take 6.8 ms (GPT ``op``), 14.6 ms (Llama ``op``), 4.2 ms (GPT ``full``), 7.4 ms (Llama
+``full``) and 3.2 ms (Llama ``none``) of host time a layer on its Xeon host, and one host-paced step ran 102, 159
+and 173 ms on three lent H200 machines of one day (advisor-single-gpu-r3/-r4/-r5_h200x1_2026-12-04); a profile
+measured on the training machine carries its host.
 
 **Software** (``Job.software``; the default ``eager``): a profile measures the stack it ran — ``eager`` (plain
 PyTorch) or ``compiled`` (each module under ``torch.compile``: ``gpucomm measure --software compiled``).
@@ -270,9 +285,11 @@ def device_s(row: dict[str, Any], key: str) -> float:
 
 HOST_PACED = 0.8
 """A layer inside whole steps is paced by the host when the device work the lookups price for it fills less than
-this share of its marginal time.  Device-bound layers' marginals run 1.0-1.1x their priced device work (whole
-``none``/``full`` steps of 2 and 24 layers in the shipped H200 profile: 0.91-1.01 of it); host-paced ``op``
-layers' 1.8-2.6x (0.39-0.55).  Between the two, 0.8 leaves the lookups' own error out of the host's time."""
+this share of its marginal time.  In the shipped H200 profile (busy times; the optimizer's share taken out of
+the marginal) device-bound layers' priced device work is 0.89-1.08 of their marginal time (``none`` and
+``full`` steps at 16,384 tokens, and at 4,096 tokens from 1,536 wide), host-paced ones' 0.11-0.65 (every ``op``
+step; ``full`` at 768 and 1,536 wide and Llama ``none`` at 768 wide, 4,096 tokens).  Between the two, 0.8
+leaves the lookups' own error out of the host's time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +360,12 @@ class ProfileSource:
         return out
 
     # -- the interface -------------------------------------------------------------------------------------------
+
+    def marginal_s(self, layer: dict[str, Any], vocab: int, a: tuple[int, float], b: tuple[int, float]) -> float:
+        """A layer's marginal time between two whole steps of the profile's ``layer`` row measured as ``(layers,
+        seconds)`` — as the profile prices its own (the optimizer step over the extra layers taken out):
+        ``--host this`` reads this host's the same way (:func:`gpucomm.advisor.compute.measure.host_ratios`)."""
+        return self._tables.marginal(layer_shape_of(layer), vocab, a, b)
 
     def parts(self, job, layout) -> ComputeParts:
         """One micro-batch of ``layout`` (module docstring, **Lookup**)."""
@@ -441,6 +464,12 @@ def _ew_bytes(shape: LayerShape) -> float:
     return per * shape.hidden / shape.tp * shape.tokens
 
 
+def _step_params(s: LayerShape, vocab: int, layers: int) -> int:
+    """The parameters of a profile's whole step (``modules.Stack``): its layers' matmuls and norms, the embedding
+    and, for Llama, an untied head."""
+    return layers * (s.mm_params() + 4 * s.hidden) + vocab * s.hidden * (1 if s.family == "gpt" else 2)
+
+
 @dataclass(frozen=True, slots=True)
 class _Layer:
     compute_s: float
@@ -511,9 +540,9 @@ class _Tables:
         none of them host-paced: absent, the device outlasts the host), else the median measured time of the
         isolated layer points that are host-bound, whose device work (the ``ac=none`` layer at that shape plus
         what the mode reruns) fills less than half of it (module docstring, **Host**).  Isolated points
-        overstate a layer's host time in a step (each times its own forward and backward call): on the shipped
-        H200 profile, priced by busy times, isolated ``none`` points of GPT 768-1536 wide at 4,096 tokens are
-        host-bound, while the whole ``none`` steps of the profile are device-bound."""
+        overstate a layer's host time in a step (each times its own forward and backward call): in the shipped
+        H200 profile an isolated GPT ``none`` layer 768 wide at 4,096 tokens took 2.59 ms for 0.92 ms of busy
+        device time, and the same layer inside whole steps 1.02 ms (device-bound)."""
         by: dict[tuple[str, str], list[float]] = {}
         stepped = {(s.family, s.ac) for s, _, _ in self._marginals}
         for r in self.layers:
@@ -557,24 +586,37 @@ class _Tables:
     def _marginals(self) -> list[tuple[LayerShape, float, float]]:
         """(shape, marginal, device) for each shape whose whole steps were measured at two or more layer counts
         (with the same vocabulary and loss): a layer's marginal time between the fewest and the most layers,
-        ``(t_b - t_a) / (n_b - n_a)`` (the fixed parts cancel), and the device work the lookups price for it;
-        shapes the lookups cannot price are left out.  Read by :attr:`_step_host` and :attr:`_in_step`."""
+        ``(t_b - t_a - (opt_b - opt_a)) / (n_b - n_a)`` — the fixed parts cancel, and the optimizer step's time
+        over the extra layers' parameters (:meth:`optimizer`, priced once a step for every parameter) is taken
+        out, so that it is not counted again inside every layer — and the device work the lookups price for the
+        layer; shapes the lookups cannot price are left out.  Read by :attr:`_step_host` and :attr:`_in_step`.
+        Without taking the optimizer out, fused AdamW over one 3,072-wide GPT layer (113 M parameters, ~0.8 ms
+        on the H200) read as 13% of that layer's marginal at 4,096 tokens and 3-4% at 16,384."""
         groups: dict[tuple, list[tuple[int, float]]] = {}
         for r in self.steps:
             key = (tuple(sorted(r["layer"].items())), r["vocab"], r.get("loss", "upcast"))
             groups.setdefault(key, []).append((r["layers"], r["seconds"]))
         out = []
-        for (layer, _, _), pts in groups.items():
-            (na, ta), (nb, tb) = min(pts), max(pts)
-            if nb == na:
+        for (layer, vocab, _), pts in groups.items():
+            a, b = min(pts), max(pts)
+            if b[0] == a[0]:
                 continue
             s = layer_shape_of(dict(layer))
             try:
                 lay = self.layer(s, 1, "eager", [])
+                marginal = self.marginal(s, vocab, a, b)
             except (ProfileError, GridError):
                 continue
-            out.append((s, (tb - ta) / (nb - na), lay.compute_s + lay.memory_s))
+            out.append((s, marginal, lay.compute_s + lay.memory_s))
         return out
+
+    def marginal(self, s: LayerShape, vocab: int, a: tuple[int, float], b: tuple[int, float]) -> float:
+        """A layer's marginal time between two whole steps of ``s`` measured as ``(layers, seconds)`` ``a`` and
+        ``b``: their difference a layer, the optimizer step over the extra layers' parameters taken out
+        (:attr:`_marginals`)."""
+        (na, ta), (nb, tb) = a, b
+        opt = [self.optimizer(_step_params(s, vocab, n))[0] for n in (na, nb)]
+        return (tb - ta - (opt[1] - opt[0])) / (nb - na)
 
     @functools.cached_property
     def _gemm(self) -> dict[str, list]:
@@ -757,9 +799,7 @@ class _Tables:
                                    loss=r.get("loss", "upcast")), notes)
         emb = self.embedding(EmbeddingShape(vocab=r["vocab"], hidden=s.hidden, seq=s.seq, mb=s.mb,
                                             positions=s.family == "gpt"), notes)
-        params = r["layers"] * (s.mm_params() + 4 * s.hidden) + r["vocab"] * s.hidden * (1 if s.family == "gpt"
-                                                                                        else 2)
-        opt, _ = self.optimizer(params)
+        opt, _ = self.optimizer(_step_params(s, r["vocab"], r["layers"]))
         host = self.host_s(s, "eager", notes)
         layer = (lay.compute_s + lay.memory_s) * self.in_step(s)
         return max(r["layers"] * layer + c + m + emb + opt, r["layers"] * host)
