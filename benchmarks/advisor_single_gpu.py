@@ -429,6 +429,48 @@ def parse_case(spec: str) -> Case:
                 **nums)
 
 
+_HOST_READING = re.compile(r"(?P<fam>gpt|llama) \d+-wide \d+x\d+ op steps of \d+ and \d+ layers: "
+                           r"(?P<ms>[\d.]+) ms a layer here")
+
+
+def host_readings(text: str) -> dict[str, float]:
+    """The ``--host this`` probe's readings a run printed among the advisor's assumptions: per family, this
+    machine's marginal time a layer in the profile's host-paced whole op steps, in seconds (empty where the run
+    priced the profile's host)."""
+    return {m["fam"]: float(m["ms"]) / 1e3 for m in _HOST_READING.finditer(text)}
+
+
+def read_host(path: str) -> dict[str, float]:
+    """The host readings of an earlier run (:func:`host_readings`): its sidecar's ``host_here_s``, else the text
+    report beside it or the report itself."""
+    p = Path(path)
+    if p.suffix == ".json":
+        got = json.loads(p.read_text()).get("host_here_s")
+        if got:
+            return {k: float(v) for k, v in got.items()}
+        p = p.with_suffix(".txt")
+    return host_readings(p.read_text()) if p.is_file() else {}
+
+
+def _price_recorded_host(readings: dict[str, float]) -> str:
+    """Make ``--host this`` price the host an earlier run read (:func:`read_host`) instead of timing this
+    machine's: each family's reading over the host time a layer the current profile prices.  Returns the
+    assumption line.  The readings of runs before the optimizer's share was taken out of a step's marginal
+    (before 16d1e83) hold it (under 1% of a 768-wide op layer's host time)."""
+    from gpucomm.advisor.compute import source
+
+    def recorded(src):
+        there = {fam: t for fam, (_, _, t) in src.host_steps().items()}
+        ratios = {fam: readings[fam] / there[fam] for fam in readings if fam in there}
+        line = ("host: the run's own, as its --host this probe read it: " + "; ".join(
+            f"{fam} {readings[fam] * 1e3:.2f} ms a layer there, {there[fam] * 1e3:.2f} ms in the profile "
+            f"(x{r:.2f})" for fam, r in sorted(ratios.items())))
+        return src.with_host(ratios, line)
+
+    source._this_host = recorded
+    return "recorded"
+
+
 def read_measured(path: str) -> dict[str, tuple[Measured, dict]]:
     """The measurements of an earlier run: its JSON sidecar (``--out X.txt`` also writes ``X.json``, exact), or
     its text table (step in 0.1 ms, memory in 0.1 GiB).  ``{case: (Measured, the prediction printed then)}``.
@@ -472,10 +514,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case", action="append", default=[], metavar="SPEC",
                     help="a case of your own instead of the built-in ones (repeatable): name=..,family=gpt|llama,"
                          "layers=..,hidden=..,heads=..,kv_heads=..,ffn=..,vocab=..,seq=..,mb=..[,ac=..][,upcast=0]")
-    ap.add_argument("--host", default="auto", choices=("auto", "profile", "this"),
+    ap.add_argument("--host", default="auto", choices=("auto", "profile", "this", "recorded"),
                     help="gpucomm advise --host: this (this machine's host, timed on its GPU: needs the profile's "
-                         "GPU here), profile (the measuring machine's host), or auto (default: this where the "
-                         "cases run on a GPU, profile for --repredict and --cpu-smoke)")
+                         "GPU here), profile (the measuring machine's host), recorded (--repredict: the host the "
+                         "earlier run's probe read), or auto (default: this where the cases run on a GPU, "
+                         "recorded for --repredict of a run that probed its host, else profile)")
     ap.add_argument("--out", help="also write the report to this file (and the measurements to its .json sidecar)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
@@ -498,8 +541,15 @@ def main(argv: list[str] | None = None) -> int:
               "--repredict RESULTS to predict an earlier GPU run again", file=sys.stderr)
         return 2
     device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
+    readings = read_host(args.repredict) if args.repredict else {}
+    if args.host == "recorded" and not readings:
+        print(f"advisor_single_gpu: error: --host recorded: {args.repredict or 'no --repredict file'} holds no "
+              "host probe readings; use --host profile", file=sys.stderr)
+        return 2
     if args.host == "auto":  # the steps run on this machine: its host paces them, so price this host
-        args.host = "this" if cuda else "profile"
+        args.host = "this" if cuda else "recorded" if readings else "profile"
+    if args.host == "recorded":
+        _price_recorded_host(readings)
     cases = own or (SMOKE if args.cpu_smoke else CASES)
     if args.repredict:
         builtin = {c.name: c for c in CASES}  # the run's order; a case's own shape where the run saved it
@@ -544,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, t0, notes = [], time.perf_counter(), []
     for c in cases:
         m, before = earlier[c.name] if args.repredict else (run_case(c, device, warmup, timed), {})
-        p = predict(c, args.hardware, args.host)
+        p = predict(c, args.hardware, "this" if args.host == "recorded" else args.host)
         et, ea, er = (_err(p["step_time_s"], m.step_s), _err(p["memory_allocated_bytes"], m.allocated),
                       _err(p["memory_reserved_bytes"], m.reserved))
         rows.append((c, m, p, et, ea, er))
@@ -585,7 +635,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n")
         if not args.repredict:
-            side = {"kind": "advisor-single-gpu", "device": gpu, "torch": torch.__version__, "cases": [
+            side = {"kind": "advisor-single-gpu", "device": gpu, "torch": torch.__version__,
+                    "host_here_s": host_readings("\n".join(notes)), "cases": [
                 {"case": c.name, "spec": dataclasses.asdict(c), "step_s": m.step_s, "allocated": m.allocated, "reserved": m.reserved,
                  "params": m.params, "sm_mhz": m.sm_mhz, "power_w": m.power_w, "predicted": {k: p[k] for k in ("step_time_s", "memory_allocated_bytes",
                                                                      "memory_reserved_bytes")}}

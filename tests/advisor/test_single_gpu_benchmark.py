@@ -105,3 +105,18 @@ def test_the_gpu_run_fits_its_time_budget_and_every_case_fits_the_h200():
         total += (bench.WARMUP + bench.TIMED) * p["step_time_s"]
         assert p["memory_reserved_bytes"] < 120 * bench.GiB, c.name
     assert total <= 60.0
+
+
+def test_a_repredict_prices_the_host_the_earlier_run_read(tmp_path):
+    """--repredict of a run that probed its host (--host this) prices that host again: the probe's readings are
+    parsed from the run's report, and each family's ratio is the reading over the profile's host time a layer."""
+    line = ("- host: this machine's (X), its host time scaled by what priced the profile's, timed again here on the "
+            "NVIDIA H200: gpt 768-wide 1x4096 op steps of 2 and 8 layers: 7.60 ms a layer here (medians of 5), 6.84 "
+            "ms in the profile (x1.11); llama 768-wide 1x4096 op steps of 2 and 8 layers: 13.04 ms a layer here")
+    assert bench.host_readings(line) == {"gpt": pytest.approx(0.0076), "llama": pytest.approx(0.01304)}
+    (tmp_path / "run.txt").write_text(line + "\n")
+    (tmp_path / "run.json").write_text('{"cases": []}')
+    assert bench.read_host(str(tmp_path / "run.json")) == bench.host_readings(line)  # from the report beside it
+    (tmp_path / "run.json").write_text('{"cases": [], "host_here_s": {"gpt": 0.005}}')
+    assert bench.read_host(str(tmp_path / "run.json")) == {"gpt": 0.005}
+    assert bench.host_readings("- host: the profile's") == {}
