@@ -45,7 +45,7 @@ A layer inside a whole step runs a little slower than its points price it (launc
 step holds the GPU at its power limit for seconds, and its allocator and caches are a step's): where the profile
 has whole ``none`` or ``full`` steps of one shape at two layer counts and the layer is device-bound there, its
 marginal time between them — the optimizer step over the extra layers' parameters taken out — over the device
-work the lookups price for it (0.93-1.12 on the H200, busy times) multiplies the layer's time
+work the lookups price for it (0.95-1.13 on the H200, busy times) multiplies the layer's time
 (:meth:`_Tables.in_step`; interpolated over hidden and tokens, ``full`` for full checkpointing, ``none`` for
 every other mode).
 
@@ -82,11 +82,13 @@ overstate it (each times its own forward and backward call); where the profile h
 mode) at two layer counts (``gpucomm measure``'s default grid times ``op`` steps of 2 and 8 layers, ``full``
 steps of 2 and 8 and ``none`` steps of 2 and 8 at 4,096 tokens), a layer's marginal time between them, where
 host-paced, is the host's time instead, and a mode whose steps are all device-bound has none.  Not applied to
-``fused``.  The host's time is the measuring machine's CPU's (the env block names it): the shipped H200
-profile's layers take 6.8 ms (GPT ``op``), 14.6 ms (Llama ``op``), 4.2 ms (GPT ``full``), 7.4 ms (Llama
-``full``) and 3.2 ms (Llama ``none``) of host time a layer on its Xeon host, and one host-paced step ran 102, 159
-and 173 ms on three lent H200 machines of one day (advisor-single-gpu-r3/-r4/-r5_h200x1_2026-12-04); a profile
-measured on the training machine carries its host.
+``fused``.  The host's time is the measuring machine's CPU's (the env block names it; the shipped profile's
+whole steps were timed again in one run, benchmarks/remeasure_steps.py, so that every marginal divides one
+machine's steps): the shipped H200 profile's layers take 5.5 ms (GPT ``op``), 8.4 ms (Llama ``op``), 3.3 ms
+(GPT ``full``), 5.6 ms (Llama ``full``) and 1.3 ms (GPT ``none``) of host time a layer on its Xeon host, and one
+host-paced step ran 102, 159 and 173 ms on three lent H200 machines of one day
+(advisor-single-gpu-r3/-r4/-r5_h200x1_2026-12-04); a profile measured on the training machine carries its
+host.
 
 **Software** (``Job.software``; the default ``eager``): a profile measures the stack it ran — ``eager`` (plain
 PyTorch) or ``compiled`` (each module under ``torch.compile``: ``gpucomm measure --software compiled``).
@@ -286,10 +288,11 @@ def device_s(row: dict[str, Any], key: str) -> float:
 HOST_PACED = 0.8
 """A layer inside whole steps is paced by the host when the device work the lookups price for it fills less than
 this share of its marginal time.  In the shipped H200 profile (busy times; the optimizer's share taken out of
-the marginal) device-bound layers' priced device work is 0.89-1.08 of their marginal time (``none`` and
-``full`` steps at 16,384 tokens, and at 4,096 tokens from 1,536 wide), host-paced ones' 0.11-0.65 (every ``op``
-step; ``full`` at 768 and 1,536 wide and Llama ``none`` at 768 wide, 4,096 tokens).  Between the two, 0.8
-leaves the lookups' own error out of the host's time."""
+the marginal; every whole step timed in one run) device-bound layers' priced device work is 0.89-1.05 of their
+marginal time (``none`` and ``full`` steps at 16,384 tokens, and at 4,096 tokens from 1,536 wide, Llama
+``none`` from 768), host-paced ones' 0.18-0.70 (every ``op`` step; ``full`` at 768 wide and Llama ``full`` at
+1,536, GPT ``none`` at 768, 4,096 tokens).  Between the two, 0.8 leaves the lookups' own error out of the host's
+time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -542,7 +545,7 @@ class _Tables:
         what the mode reruns) fills less than half of it (module docstring, **Host**).  Isolated points
         overstate a layer's host time in a step (each times its own forward and backward call): in the shipped
         H200 profile an isolated GPT ``none`` layer 768 wide at 4,096 tokens took 2.59 ms for 0.92 ms of busy
-        device time, and the same layer inside whole steps 1.02 ms (device-bound)."""
+        device time, and the same layer inside whole steps 1.30 ms."""
         by: dict[tuple[str, str], list[float]] = {}
         stepped = {(s.family, s.ac) for s, _, _ in self._marginals}
         for r in self.layers:
