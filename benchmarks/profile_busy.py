@@ -62,6 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     for s, m, d in sorted(t._marginals, key=lambda x: (x[0].family, x[0].ac, x[0].hidden, x[0].tokens)):
         lines.append(f"| {s.family} | {s.ac} | {s.hidden} | {s.tokens} | {m * 1e3:.2f} | {d * 1e3:.2f} | "
                      f"{d / m:.2f} |")
+    import math
+
+    lines += ["", "## What the lookups take from the whole steps", "",
+              "a layer inside a step over its busy-priced device work (device-bound steps; in_step):"]
+    for (fam, ac), pts in sorted(t._in_step.items()):
+        lines.append(f"- {fam} {ac}: " + ", ".join(f"{h}-wide at {n} tokens {math.exp(v):.2f}"
+                                                     for (h, n), v in pts))
+    lines += ["", "the host's time a layer (host-paced steps' marginal, median over shapes):"]
+    lines += [f"- {fam} {ac}: {v * 1e3:.2f} ms" for (fam, ac), v in sorted(t._step_host.items())]
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from advisor_single_gpu import CASES
 
