@@ -68,7 +68,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--software", default="eager", help="eager (default) or compiled")
     p.add_argument("--precision", default=None, help="bf16 (autocast over fp32 weights; default on CUDA) or fp32")
     p.add_argument("--merge", metavar="FILE",
-                   help="measure only the grid's points FILE (a profile of this GPU) lacks and add them to it")
+                   help="measure only the grid's points FILE (a profile of this GPU) lacks and add them to it, "
+                        "and on a GPU the busy times its points lack")
     p.add_argument("--estimate", action="store_true",
                    help="print the grid's expected wall time on an H200 and exit (measures nothing)")
     return p
