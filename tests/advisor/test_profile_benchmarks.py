@@ -12,15 +12,7 @@ import pytest
 import torch
 
 from gpucomm.advisor.compute import measure, profile
-from gpucomm.advisor.compute.shapes import (
-    AttentionShape,
-    EmbeddingShape,
-    Grid,
-    HeadShape,
-    LayerShape,
-    OptimizerShape,
-    StepShape,
-)
+from gpucomm.advisor.compute import shapes as sh
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,12 +31,12 @@ def _script(name: str):
 
 
 def _cpu_profile():
-    la = LayerShape(family="gpt", hidden=32, heads=2, kv_heads=2, ffn=64, seq=16, mb=1)
-    grid = Grid(layers=(la,), attention=(AttentionShape(head_dim=16, heads=2, seq=16),),
-                embeddings=(EmbeddingShape(vocab=64, hidden=32, seq=16, mb=1),),
-                heads=(HeadShape(family="gpt", vocab=64, hidden=32, seq=16, mb=1),),
-                optimizers=(OptimizerShape(width=32, layers=1),),
-                steps=(StepShape(layer=la, vocab=64, layers=2), StepShape(layer=la, vocab=64, layers=4)))
+    la = sh.LayerShape(family="gpt", hidden=32, heads=2, kv_heads=2, ffn=64, seq=16, mb=1)
+    grid = sh.Grid(layers=(la,), attention=(sh.AttentionShape(head_dim=16, heads=2, seq=16),),
+                   embeddings=(sh.EmbeddingShape(vocab=64, hidden=32, seq=16, mb=1),),
+                   heads=(sh.HeadShape(family="gpt", vocab=64, hidden=32, seq=16, mb=1),),
+                   optimizers=(sh.OptimizerShape(width=32, layers=1),),
+                   steps=(sh.StepShape(layer=la, vocab=64, layers=2), sh.StepShape(layer=la, vocab=64, layers=4)))
     return measure.measure(grid, torch.device("cpu"), precision="fp32", grid_name="t", progress=lambda _: None)
 
 
