@@ -452,10 +452,10 @@ def read_host(path: str) -> dict[str, float]:
     return host_readings(p.read_text()) if p.is_file() else {}
 
 
-def _price_recorded_host(readings: dict[str, float]) -> str:
+def _price_recorded_host(readings: dict[str, float]) -> None:
     """Make ``--host this`` price the host an earlier run read (:func:`read_host`) instead of timing this
-    machine's: each family's reading over the host time a layer the current profile prices.  Returns the
-    assumption line.  The readings of runs before the optimizer's share was taken out of a step's marginal
+    machine's: each family's reading over the host time a layer the current profile prices, said in the
+    assumption line the advisor prints.  The readings of runs before the optimizer's share was taken out of a step's marginal
     (before 16d1e83) hold it (under 1% of a 768-wide op layer's host time)."""
     from gpucomm.advisor.compute import source
 
@@ -468,7 +468,6 @@ def _price_recorded_host(readings: dict[str, float]) -> str:
         return src.with_host(ratios, line)
 
     source._this_host = recorded
-    return "recorded"
 
 
 def read_measured(path: str) -> dict[str, tuple[Measured, dict]]:

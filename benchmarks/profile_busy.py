@@ -36,13 +36,17 @@ def _device_s(case) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gpucomm.advisor.compute.profile import ProfileSource, load
+    from gpucomm.advisor.compute.profile import ProfileError, ProfileSource, load
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default=str(SHIPPED))
     ap.add_argument("--out")
     args = ap.parse_args(argv)
-    prof = load(args.profile)
+    try:
+        prof = load(args.profile, arg="--profile")
+    except ProfileError as exc:
+        print(f"profile_busy: error: {exc}", file=sys.stderr)
+        return 2
     lines = ["# A compute profile's busy times", "",
              f"command: python benchmarks/profile_busy.py{' --out ' + args.out if args.out else ''}",
              f"profile: {args.profile if args.profile != str(SHIPPED) else 'the shipped h200.json'} "

@@ -37,7 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("profile")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
-    base = profile.load(args.profile, arg="profile")
+    try:
+        base = profile.load(args.profile, arg="profile")
+    except profile.ProfileError as exc:
+        print(f"remeasure_steps: error: {exc}", file=sys.stderr)
+        return 2
     if base.cpu:
         device = torch.device("cpu")
     elif torch.cuda.is_available() and torch.cuda.get_device_name() == base.gpu:

@@ -54,7 +54,7 @@ from gpucomm.advisor.compute.shapes import (
     work,
 )
 
-__all__ = ["BUSY_KINDS", "FILL_KINDS", "HOST_REPEATS", "busy_phases", "device_info", "fill_busy", "host_ratios",
+__all__ = ["FILL_KINDS", "HOST_REPEATS", "busy_phases", "device_info", "fill_busy", "host_ratios",
            "measure", "point_key", "split_busy", "time_phases"]
 
 
@@ -121,11 +121,6 @@ def time_phases(phases: list[Callable[[], Any]], device: torch.device, warmup: i
 
 BUSY_ITERATIONS = 3
 """Iterations of a point run under the profiler for its busy time (:func:`busy_phases`)."""
-
-BUSY_KINDS = ("layer", "kernels", "attention", "step")
-"""The kinds whose points get busy times: those the host paces at small shapes (a layer's forward and backward
-issue some 40-150 kernels and autograd nodes; a whole step its layers' and more).  The head, embedding and
-optimizer points are a few large kernels each."""
 
 _MARK = "spin_kernel"
 """The kernel ``torch.cuda._sleep`` launches: the marker between phases (:func:`busy_phases`)."""
@@ -477,10 +472,13 @@ _WORK: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "layer": (_layer_work, ("fwd_s", "bwd_s")), "kernels": (_kernels_work, ("gemm_fwd_s", "gemm_bwd_s")),
     "attention": (_attention_work, ("fwd_s", "bwd_s")), "step": (lambda ctx, st: _step_work(ctx, st)[0],
                                                                   ("seconds",))}
+"""The kinds whose points get busy times — those the host paces at small shapes (a layer's forward and backward
+issue some 40-150 kernels and autograd nodes; a whole step its layers' and more); the head, embedding and
+optimizer points are a few large kernels each — with each one's work as phases and the time keys they set."""
 
 
 def _shape_of(kind: str, row: dict[str, Any]) -> Any:
-    """The shape a profile row of ``kind`` (one of :data:`BUSY_KINDS`) was measured at."""
+    """The shape a profile row of ``kind`` (one of :data:`_WORK`'s) was measured at."""
     if kind == "step":
         return StepShape(layer=layer_shape_of(row["layer"]), vocab=row["vocab"], layers=row["layers"],
                          loss=row.get("loss", "upcast"))
