@@ -379,7 +379,7 @@ def _probe_again(hardware: str) -> str:
     if prof is None:
         return f"no measured profile ships for {hardware}"
     ratios, _ = measure.host_ratios(profile.ProfileSource(prof))
-    return ", ".join(f"{fam} x{r:.2f}" for fam, r in sorted(ratios.items()))
+    return ", ".join(f"{fam} {mode} x{r:.2f}" for (fam, mode), r in sorted(ratios.items()))
 
 
 def _err(pred: float, meas: float) -> float:
@@ -429,25 +429,26 @@ def parse_case(spec: str) -> Case:
                 **nums)
 
 
-_HOST_READING = re.compile(r"(?P<fam>gpt|llama) \d+-wide \d+x\d+ op steps of \d+ and \d+ layers: "
-                           r"(?P<ms>[\d.]+) ms a layer here")
+_HOST_READING = re.compile(r"(?P<fam>gpt|llama) \d+-wide \d+x\d+ (?P<mode>none|full|op) steps of \d+ and \d+ "
+                           r"layers: (?P<ms>[\d.]+) ms a layer here")
 
 
 def host_readings(text: str) -> dict[str, float]:
-    """The ``--host this`` probe's readings a run printed among the advisor's assumptions: per family, this
-    machine's marginal time a layer in the profile's host-paced whole op steps, in seconds (empty where the run
-    priced the profile's host)."""
-    return {m["fam"]: float(m["ms"]) / 1e3 for m in _HOST_READING.finditer(text)}
+    """The ``--host this`` probe's readings a run printed among the advisor's assumptions: per ``"family mode"``,
+    this machine's marginal time a layer in the profile's host-paced whole steps of that checkpointing mode, in
+    seconds (empty where the run priced the profile's host)."""
+    return {f"{m['fam']} {m['mode']}": float(m["ms"]) / 1e3 for m in _HOST_READING.finditer(text)}
 
 
 def read_host(path: str) -> dict[str, float]:
     """The host readings of an earlier run (:func:`host_readings`): its sidecar's ``host_here_s``, else the text
-    report beside it or the report itself."""
+    report beside it or the report itself.  Runs before the probe read each mode (before 2026-12-04's fifth
+    session) recorded ``op`` steps only, keyed by family: read as ``"family op"``."""
     p = Path(path)
     if p.suffix == ".json":
         got = json.loads(p.read_text()).get("host_here_s")
         if got:
-            return {k: float(v) for k, v in got.items()}
+            return {(k if " " in k else f"{k} op"): float(v) for k, v in got.items()}
         p = p.with_suffix(".txt")
     return host_readings(p.read_text()) if p.is_file() else {}
 
@@ -460,12 +461,12 @@ def _price_recorded_host(readings: dict[str, float]) -> None:
     from gpucomm.advisor.compute import source
 
     def recorded(src):
-        there = {fam: t for fam, (_, _, t) in src.host_steps().items()}
-        ratios = {fam: readings[fam] / there[fam] for fam in readings if fam in there}
+        there = {f"{fam} {mode}": t for (fam, mode), (_, _, t) in src.host_steps().items()}
+        ratios = {k: readings[k] / there[k] for k in readings if k in there}
         line = ("host: the run's own, as its --host this probe read it: " + "; ".join(
-            f"{fam} {readings[fam] * 1e3:.2f} ms a layer there, {there[fam] * 1e3:.2f} ms in the profile "
-            f"(x{r:.2f})" for fam, r in sorted(ratios.items())))
-        return src.with_host(ratios, line)
+            f"{k} {readings[k] * 1e3:.2f} ms a layer there, {there[k] * 1e3:.2f} ms in the profile "
+            f"(x{r:.2f})" for k, r in sorted(ratios.items())))
+        return src.with_host({tuple(k.split(" ")): r for k, r in ratios.items()}, line)
 
     source._this_host = recorded
 

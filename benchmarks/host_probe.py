@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
               f"({prof.gpu if prof else 'none ships'})", file=sys.stderr)
         return 2
     src = profile.ProfileSource(prof)
-    points, steps = src.host_points(), src.host_steps()
+    points = src.host_points()
+    steps = {fam: v for (fam, mode), v in src.host_steps().items() if mode == "op"}  # this study reads op steps
     lines: list[str] = []
 
     def say(line: str = "") -> None:

@@ -113,10 +113,29 @@ def test_a_repredict_prices_the_host_the_earlier_run_read(tmp_path):
     line = ("- host: this machine's (X), its host time scaled by what priced the profile's, timed again here on the "
             "NVIDIA H200: gpt 768-wide 1x4096 op steps of 2 and 8 layers: 7.60 ms a layer here (medians of 5), 6.84 "
             "ms in the profile (x1.11); llama 768-wide 1x4096 op steps of 2 and 8 layers: 13.04 ms a layer here")
-    assert bench.host_readings(line) == {"gpt": pytest.approx(0.0076), "llama": pytest.approx(0.01304)}
+    assert bench.host_readings(line) == {"gpt op": pytest.approx(0.0076), "llama op": pytest.approx(0.01304)}
     (tmp_path / "run.txt").write_text(line + "\n")
     (tmp_path / "run.json").write_text('{"cases": []}')
     assert bench.read_host(str(tmp_path / "run.json")) == bench.host_readings(line)  # from the report beside it
-    (tmp_path / "run.json").write_text('{"cases": [], "host_here_s": {"gpt": 0.005}}')
-    assert bench.read_host(str(tmp_path / "run.json")) == {"gpt": 0.005}
+    (tmp_path / "run.json").write_text('{"cases": [], "host_here_s": {"gpt": 0.005}}')  # before modes were read
+    assert bench.read_host(str(tmp_path / "run.json")) == {"gpt op": 0.005}
     assert bench.host_readings("- host: the profile's") == {}
+    full = "gpt 768-wide 1x4096 full steps of 2 and 8 layers: 4.40 ms a layer here (medians of 5)"
+    assert bench.host_readings(f"{line}; {full}")["gpt full"] == pytest.approx(0.0044)
+
+
+def test_a_repredict_prices_each_modes_recorded_host(monkeypatch):
+    """The recorded readings price each (family, mode) the run read over the profile's host time a layer of that
+    mode; a mode the run did not read takes its family's op reading."""
+    from gpucomm.advisor.compute import profile, source
+
+    monkeypatch.setattr(source, "_this_host", source._this_host)
+    src = profile.ProfileSource(source.shipped(source.SHIPPED["h200-nvswitch"]))
+    there = {f"{f} {m}": t for (f, m), (_, _, t) in src.host_steps().items()}
+    assert {"gpt op", "gpt full", "llama op", "llama full"} <= set(there)
+    bench._price_recorded_host({"gpt op": 2 * there["gpt op"], "gpt full": 3 * there["gpt full"]})
+    here = source._this_host(src)
+    assert here.host_ratio("gpt", "op") == pytest.approx(2.0)
+    assert here.host_ratio("gpt", "full") == pytest.approx(3.0)
+    assert here.host_ratio("gpt", "selective") == pytest.approx(2.0)
+    assert here.host_ratio("llama", "full") == 1.0

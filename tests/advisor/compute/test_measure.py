@@ -168,7 +168,7 @@ def test_host_ratios_time_the_profiles_isolated_point_again_here():
         scaled = dict(row, fwd_s=row["fwd_s"] * factor, bwd_s=row["bwd_s"] * factor)
         src.host_points = lambda scaled=scaled: {"gpt": scaled}
         ratios, line = measure.host_ratios(src)
-        assert check(ratios["gpt"]), (factor, ratios, line)
+        assert check(ratios[("gpt", "op")]), (factor, ratios, line)
         assert line.startswith("host: this machine's") and "op layer" in line and "median of 5" in line
 
 
@@ -183,9 +183,9 @@ def test_host_ratios_time_the_profiles_whole_op_steps_again_here():
     src.host_points = dict
     for there, check in ((abs(marginal) * 1e-4 + 1e-9, lambda r: r > 10), (abs(marginal) * 1e4 + 1.0,
                                                                             lambda r: r < 0.1)):
-        src.host_steps = lambda there=there: {"gpt": (a, b, there)}
+        src.host_steps = lambda there=there: {("gpt", "op"): (a, b, there)}
         ratios, line = measure.host_ratios(src)
-        assert check(ratios["gpt"]), (there, ratios, line)
+        assert check(ratios[("gpt", "op")]), (there, ratios, line)
         assert "op steps of 2 and 8 layers" in line and "medians of 5" in line
 
 
@@ -199,23 +199,47 @@ def test_host_ratios_read_this_hosts_marginal_as_the_profile_reads_its_own(monke
     timed = {2: 0.100, 8: 0.400}
     monkeypatch.setattr(measure, "step_seconds", lambda ctx, layer, vocab, layers, loss="upcast": timed[layers])
     src.host_points = dict
-    src.host_steps = lambda: {"gpt": (a, b, 0.01)}
+    src.host_steps = lambda: {("gpt", "op"): (a, b, 0.01)}
     ratios, _ = measure.host_ratios(src, repeats=1)
     here = src.marginal_s(a["layer"], a["vocab"], (2, 0.100), (8, 0.400))
-    assert ratios["gpt"] == pytest.approx(here / 0.01)
+    assert ratios[("gpt", "op")] == pytest.approx(here / 0.01)
     assert here < 0.300 / 6  # the optimizer's share of the extra layers is out
 
 
 def test_host_steps_pick_the_least_device_work_pair():
-    """host_steps: per family with a whole-step host time, the fewest- and most-layer steps of the smallest
-    shape, and the profile's host time a layer (_step_host)."""
+    """host_steps: per (family, mode) with a whole-step host time, the fewest- and most-layer steps of the
+    smallest shape of that mode, and the profile's host time a layer (_step_host)."""
     p = _op_profile()
     src = profile.ProfileSource(p)
     src._tables.__dict__["_step_host"] = {("gpt", "op"): 0.005}  # as if the lookups found the steps host-paced
     got = src.host_steps()
-    assert set(got) == {"gpt"}
-    a, b, there = got["gpt"]
+    assert set(got) == {("gpt", "op")}
+    a, b, there = got[("gpt", "op")]
     assert (a["layers"], b["layers"], there) == (2, 8, 0.005)
+
+
+def test_host_ratios_read_each_mode_from_its_own_steps(monkeypatch):
+    """Each (family, mode) with whole-step host time is read from its own steps: a host that runs the full
+    steps' layers 3x the profile's and the op steps' 1.5x reads 3 and 1.5, and a mode without steps takes the
+    family's op reading (ProfileSource.host_ratio)."""
+    p = _op_profile()
+    src = profile.ProfileSource(p)
+    a, b = sorted((r for r in p.points["step"]), key=lambda r: r["layers"])
+    full = [dict(r, layer={**r["layer"], "ac": "full"}) for r in (a, b)]
+    timed = {("op", 2): 0.100, ("op", 8): 0.400, ("full", 2): 0.200, ("full", 8): 0.800}
+    monkeypatch.setattr(measure, "step_seconds",
+                        lambda ctx, layer, vocab, layers, loss="upcast": timed[(layer.ac, layers)])
+    op_here = src.marginal_s(a["layer"], a["vocab"], (2, 0.100), (8, 0.400))
+    full_here = src.marginal_s(full[0]["layer"], a["vocab"], (2, 0.200), (8, 0.800))
+    src.host_points = dict
+    src.host_steps = lambda: {("gpt", "full"): (*full, full_here / 3), ("gpt", "op"): (a, b, op_here / 1.5)}
+    ratios, line = measure.host_ratios(src, repeats=1)
+    assert ratios == pytest.approx({("gpt", "full"): 3.0, ("gpt", "op"): 1.5})
+    assert "full steps of 2 and 8 layers" in line and "op steps of 2 and 8 layers" in line
+    here = src.with_host(ratios, line)
+    assert (here.host_ratio("gpt", "full"), here.host_ratio("gpt", "op")) == pytest.approx((3.0, 1.5))
+    assert here.host_ratio("gpt", "none") == pytest.approx(1.5)  # not read: the family's op reading
+    assert here.host_ratio("llama", "full") == 1.0  # a family not read: the profile's host
 
 
 def test_host_ratios_refuse_without_the_profiles_gpu():
@@ -235,5 +259,6 @@ def test_host_ratios_on_the_shipped_profiles_gpu():
     if shipped is None or torch.cuda.get_device_name(0) != shipped.gpu:
         pytest.skip(f"needs the shipped profile's GPU ({shipped.gpu if shipped else 'none shipped'})")
     ratios, line = measure.host_ratios(profile.ProfileSource(shipped), repeats=1)  # the plumbing: one round
-    assert set(ratios) == {"gpt", "llama"} and all(0.05 < r < 20 for r in ratios.values()), ratios
+    assert {fam for fam, _ in ratios} == {"gpt", "llama"} and ("gpt", "full") in ratios, ratios
+    assert all(0.05 < r < 20 for r in ratios.values()), ratios
     assert "ms in the profile" in line and "a layer here" in line  # the whole op steps, timed again

@@ -338,8 +338,8 @@ def test_whole_steps_at_two_layer_counts_give_the_hosts_time_inside_a_step():
 
 
 def test_another_host_scales_the_hosts_time_of_each_family_and_says_so():
-    """``--host this``: the host's time of a layer is the profile's times this host's ratio, per family; the
-    device's work is untouched, and the ratio's line is among the assumptions."""
+    """``--host this``: the host's time of a layer is the profile's times this host's ratio, per (family, mode);
+    the device's work is untouched, and the ratio's line is among the assumptions."""
     p = synthetic()
     for r in p.points["layer"]:  # host-paced op points, 10 x their device time
         if r["ac"] == "op":
@@ -348,7 +348,7 @@ def test_another_host_scales_the_hosts_time_of_each_family_and_says_so():
     job, lo = _job(_arch("gpt", 1024), batch=1), Layout(mb=1, ac="op")
     base = src.parts(job, lo)
     assert base.host_layer_s > 0
-    here = src.with_host({"gpt": 0.6}, "host: this one")
+    here = src.with_host({("gpt", "op"): 0.6, ("gpt", "full"): 5.0}, "host: this one")
     scaled = here.parts(job, lo)
     assert scaled.host_layer_s == pytest.approx(0.6 * base.host_layer_s)
     assert scaled.t_mb == pytest.approx(base.t_mb)

@@ -534,35 +534,40 @@ def fill_busy(profile: ComputeProfile, device: torch.device, progress: Callable[
 
 
 HOST_REPEATS = 5
-"""Rounds of :func:`host_ratios`' timings, families interleaved, the median of each.  One H200 machine's host
+"""Rounds of :func:`host_ratios`' timings, (family, mode) readings interleaved, the median of each.  One H200 machine's host
 moved back-to-back single timings of one probe by up to 1.6x within a minute (0.83-1.36,
 benchmarks/results/gpu-logs-r9_h200x1_2026-12-04/host-probe.txt); the median of five is what a neighbour's burst
 of load does not set alone."""
 
 
-def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[str, float], str]:
-    """This machine's host against the profile's, per family — and the assumption line that says so.
+def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[tuple[str, str], float], str]:
+    """This machine's host against the profile's, per (family, checkpointing mode) — and the assumption line
+    that says so.
 
     It measures again, on a GPU of the profile's model and the way the profile measured it, what priced the
-    family's host time: where that came from whole ``op`` steps (:meth:`ProfileSource.host_steps`), the two
-    steps of the profile's most host-paced step shape, and their marginal time a layer here over the host time
-    a layer the profile prices (so the product is this machine's marginal); else the isolated ``op`` layer point
-    with the least device work (:meth:`ProfileSource.host_points`), here over there.  ``repeats`` rounds,
-    families interleaved, the median of each timing.
+    host time: for each (family, mode) whose host time came from whole steps (:meth:`ProfileSource.host_steps`),
+    the two steps of the profile's most host-paced step shape of that mode, and their marginal time a layer
+    here over the host time a layer the profile prices (so the product is this machine's marginal); for a
+    family with no such ``op`` steps, the isolated ``op`` layer point with the least device work
+    (:meth:`ProfileSource.host_points`), here over there, keyed ``(family, "op")``.  A mode not read here takes
+    its family's ``op`` reading (:meth:`ProfileSource.host_ratio`).  ``repeats`` rounds, modes interleaved, the
+    median of each timing.
 
     Why the steps: the host time the model prices is a layer's marginal inside whole steps, and an isolated
     layer is not a steady proxy for it — on one H200 machine the isolated point read GPT's host at 0.84x the
     profile's and the whole steps at 1.15x, Llama's at 1.12x and 0.81x
-    (benchmarks/results/host-probe-r2_h200x1_2026-12-04.txt).  A step here that the device paces (a fast host)
-    reads the device's time, which overstates this host's, never understates it.
+    (benchmarks/results/host-probe-r2_h200x1_2026-12-04.txt).  Why per mode: see
+    :meth:`ProfileSource.host_steps`.  A step here that the device paces (a fast host) reads the device's time,
+    which overstates this host's, never understates it.
 
     Raises:
         ProfileError: no device of the profile's model here (one line naming ``--host``, the fix).
     """
     prof = src.profile
-    steps, points = src.host_steps(), src.host_points()
-    fams = sorted(set(steps) | set(points))
-    if not fams:
+    steps = src.host_steps()
+    points = {fam: row for fam, row in src.host_points().items() if (fam, "op") not in steps}
+    keys = sorted(set(steps) | {(fam, "op") for fam in points})
+    if not keys:
         return {}, "--host this: the profile has no host-paced points; the host's time is not part of its steps"
     if prof.cpu:
         device = torch.device("cpu")
@@ -577,29 +582,30 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[s
             raise ProfileError(f"--host this: the profile was measured on {prof.gpu} and this machine's GPU is "
                                f"{here_name}; run it where the profile's GPU is, or leave --host out")
     ctx = _Ctx(device, prof.precision, prof.software)
-    times: dict[tuple[str, int], list[float]] = {}
+    times: dict[tuple[str, str, int], list[float]] = {}
     for _ in range(max(1, repeats)):
-        for fam in fams:
-            if fam in steps:
-                for r in steps[fam][:2]:
+        for key in keys:
+            if key in steps:
+                for r in steps[key][:2]:
                     got = step_seconds(ctx, layer_shape_of(r["layer"]), r["vocab"], r["layers"],
                                        r.get("loss", "upcast"))
-                    times.setdefault((fam, r["layers"]), []).append(got)
+                    times.setdefault((*key, r["layers"]), []).append(got)
             else:
-                s = layer_shape_of(points[fam])
+                s = layer_shape_of(points[key[0]])
                 got = _layer(ctx, s, expected_s("layer", s, Rates()))
-                times.setdefault((fam, 0), []).append(got["fwd_s"] + got["bwd_s"])
+                times.setdefault((*key, 0), []).append(got["fwd_s"] + got["bwd_s"])
             if device.type == "cuda":
                 torch.cuda.empty_cache()
     ratios, said = {}, []
-    for fam in fams:
-        if fam in steps:
-            a, b, there = steps[fam]
+    for key in keys:
+        fam, mode = key
+        if key in steps:
+            a, b, there = steps[key]
             s = layer_shape_of(a["layer"])
-            ta, tb = (statistics.median(times[(fam, r["layers"])]) for r in (a, b))
+            ta, tb = (statistics.median(times[(*key, r["layers"])]) for r in (a, b))
             here = src.marginal_s(a["layer"], a["vocab"], (a["layers"], ta), (b["layers"], tb))
-            what = (f"{fam} {s.hidden}-wide {s.mb}x{s.seq} op steps of {a['layers']} and {b['layers']} layers: "
-                    f"{here * 1e3:.2f} ms a layer here (medians of {len(times[(fam, a['layers'])])}), "
+            what = (f"{fam} {s.hidden}-wide {s.mb}x{s.seq} {mode} steps of {a['layers']} and {b['layers']} layers: "
+                    f"{here * 1e3:.2f} ms a layer here (medians of {len(times[(*key, a['layers'])])}), "
                     f"{there * 1e3:.2f} ms in the profile")
             if here <= 0:  # the longer step ran no slower: the difference says nothing of this host
                 here = there
@@ -607,11 +613,11 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[s
         else:
             row = points[fam]
             s = layer_shape_of(row)
-            got = times[(fam, 0)]
+            got = times[(*key, 0)]
             here, there = statistics.median(got), row["fwd_s"] + row["bwd_s"]
             what = (f"{fam} {s.hidden}-wide {s.mb}x{s.seq} op layer {there * 1e3:.2f} ms in the profile, "
                     f"{here * 1e3:.2f} ms here (median of {len(got)}, {min(got) * 1e3:.2f}-{max(got) * 1e3:.2f})")
-        ratios[fam] = here / there
+        ratios[key] = here / there
         said.append(f"{what} (x{here / there:.2f})")
     from gpucomm.env import collect_env
 

@@ -313,20 +313,28 @@ class ProfileSource:
     measured = True
 
     def __init__(self, profile: ComputeProfile, *, scale: Scale | None = None, label: str = "",
-                 assumptions: list[str] | None = None, host_scale: dict[str, float] | None = None) -> None:
+                 assumptions: list[str] | None = None,
+                 host_scale: dict[tuple[str, str], float] | None = None) -> None:
         self.profile = profile
         self.scale = scale or Scale()
         self.name = label or f"measured on {profile.gpu} ({profile.source or 'profile'})"
         self._assumptions = list(assumptions or [])
         self.host_scale = dict(host_scale or {})
-        """Per family: this host's time over the profile's host's (``--host this``; absent: 1)."""
+        """Per (family, checkpointing mode): this host's time over the profile's host's (``--host this``); a mode
+        not read takes its family's ``op`` reading (:meth:`host_ratio`), a family not read 1."""
         self._tables = _Tables(profile)
 
-    def with_host(self, ratios: dict[str, float], line: str) -> ProfileSource:
-        """This source with the host's time of each family scaled by ``ratios`` (``--host this``), and ``line``
-        among its assumptions."""
+    def with_host(self, ratios: dict[tuple[str, str], float], line: str) -> ProfileSource:
+        """This source with the host's time of each (family, checkpointing mode) scaled by ``ratios`` (``--host
+        this``; :attr:`host_scale`), and ``line`` among its assumptions."""
         return ProfileSource(self.profile, scale=self.scale, label=self.name,
                              assumptions=[*self._assumptions, line], host_scale=ratios)
+
+    def host_ratio(self, family: str, ac: str) -> float:
+        """This host's time over the profile's for layers of ``family`` with checkpointing ``ac``: its own reading,
+        else the family's ``op`` reading (an eager host's work scales with its CPU whatever the mode; the mode's
+        own reading is preferred because the modes issue different Python — see :meth:`host_steps`), else 1."""
+        return self.host_scale.get((family, ac), self.host_scale.get((family, "op"), 1.0))
 
     def host_points(self) -> dict[str, dict[str, Any]]:
         """Per family with a host time: the profile's ``op`` layer point at tp 1 with the least device work (the
@@ -339,27 +347,32 @@ class ProfileSource:
                 by.setdefault(s.family, []).append((s.hidden * s.tokens, i, r))
         return {fam: min(rows)[2] for fam, rows in by.items()}
 
-    def host_steps(self) -> dict[str, tuple[dict[str, Any], dict[str, Any], float]]:
-        """Per family whose host time comes from whole ``op`` steps (:attr:`_Tables._step_host`): the two whole
-        steps (fewest and most layers) of the shape with the least device work, and the host time a layer the
-        profile prices (its median over shapes) — the quantity itself, which ``--host this`` measures again on
-        another machine (:func:`gpucomm.advisor.compute.measure.host_ratios`)."""
+    def host_steps(self) -> dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any], float]]:
+        """Per (family, checkpointing mode) whose host time comes from whole steps (:attr:`_Tables._step_host`):
+        the two whole steps (fewest and most layers) of the shape with the least device work, and the host time
+        a layer the profile prices (its median over shapes) — the quantity itself, which ``--host this``
+        measures again on another machine (:func:`gpucomm.advisor.compute.measure.host_ratios`).
+
+        Per mode, not per family: the modes issue different host work (``op`` a policy per op, ``full`` the
+        forward again inside backward), and hosts stretch them differently — gpt-650m-mb8 with full
+        checkpointing ran 106.6 ms on a host whose GPT ``op`` steps read 1.29x the profile's, and 124.5 ms on one
+        that read 1.14x (advisor-single-gpu-r13/r15-repredict-final_cpu_2026-12-04.txt)."""
         groups: dict[tuple, list[dict[str, Any]]] = {}
         for r in self._tables.steps:
             sh = layer_shape_of(r["layer"])
-            if sh.ac == "op" and sh.tp == 1 and (sh.family, "op") in self._tables._step_host:
+            if sh.tp == 1 and (sh.family, sh.ac) in self._tables._step_host:
                 groups.setdefault((tuple(sorted(r["layer"].items())), r["vocab"], r.get("loss", "upcast")),
                                   []).append(r)
-        by: dict[str, list[tuple[int, tuple, list[dict[str, Any]]]]] = {}
+        by: dict[tuple[str, str], list[tuple[int, tuple, list[dict[str, Any]]]]] = {}
         for key, rows in groups.items():
             if len({r["layers"] for r in rows}) >= 2:
                 sh = layer_shape_of(rows[0]["layer"])
-                by.setdefault(sh.family, []).append((sh.hidden * sh.tokens, key, rows))
+                by.setdefault((sh.family, sh.ac), []).append((sh.hidden * sh.tokens, key, rows))
         out = {}
-        for fam, cands in by.items():
+        for mode, cands in sorted(by.items()):
             rows = min(cands)[2]
             a, b = min(rows, key=lambda r: r["layers"]), max(rows, key=lambda r: r["layers"])
-            out[fam] = (a, b, self._tables._step_host[(fam, "op")])
+            out[mode] = (a, b, self._tables._step_host[mode])
         return out
 
     # -- the interface -------------------------------------------------------------------------------------------
@@ -390,7 +403,7 @@ class ProfileSource:
         own = self._tables.residual(shape, notes) if software != "fused" else 0.0
         sc = self.scale
         t_layer = sc(lay.compute_s, lay.memory_s) * self._tables.in_step(shape)
-        host = self._tables.host_s(shape, software, notes) * self.host_scale.get(shape.family, 1.0)
+        host = self._tables.host_s(shape, software, notes) * self.host_ratio(shape.family, shape.ac)
         # the host's time: not scaled by a derived profile's GPU, only by --host this
         t_head = sc(head_c, head_m)
         t_emb = sc(0.0, emb) + own  # the step's own work (host) is not scaled; it runs on the first stage
