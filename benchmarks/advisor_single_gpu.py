@@ -47,6 +47,7 @@ import datetime as _dt
 import gc
 import io
 import json
+import math
 import re
 import statistics
 import sys
@@ -369,17 +370,28 @@ def predict(c: Case, hardware: str, host: str = "profile") -> dict:
     return row
 
 
-def _probe_again(hardware: str) -> str:
+def _probe_again(hardware: str) -> tuple[dict[str, float], str]:
     """The advisor's ``--host this`` probe run once more (:func:`gpucomm.advisor.compute.measure.host_ratios`)
-    on the profile shipped for ``hardware``."""
+    on the profile shipped for ``hardware``: its readings as :func:`host_readings` keys them (seconds a layer
+    here, from whole steps), and its ratios said in words."""
     from gpucomm.advisor.compute import measure, profile, source
 
     name = source.SHIPPED.get(hardware)
     prof = source.shipped(name) if name else None
     if prof is None:
-        return f"no measured profile ships for {hardware}"
-    ratios, _ = measure.host_ratios(profile.ProfileSource(prof))
-    return ", ".join(f"{fam} {mode} x{r:.2f}" for (fam, mode), r in sorted(ratios.items()))
+        return {}, f"no measured profile ships for {hardware}"
+    src = profile.ProfileSource(prof)
+    ratios, _ = measure.host_ratios(src)
+    steps = src.host_steps()
+    readings = {f"{fam} {mode}": r * steps[(fam, mode)][2] for (fam, mode), r in ratios.items()
+                if (fam, mode) in steps}
+    return readings, ", ".join(f"{fam} {mode} x{r:.2f}" for (fam, mode), r in sorted(ratios.items()))
+
+
+def _around(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """Per (family, mode) read both before and after the cases, the geometric mean of the two readings: the
+    host the cases ran on, as far as two probes that bracket them in time can say."""
+    return {k: math.sqrt(before[k] * after[k]) for k in before if k in after}
 
 
 def _err(pred: float, meas: float) -> float:
@@ -453,6 +465,35 @@ def read_host(path: str) -> dict[str, float]:
     return host_readings(p.read_text()) if p.is_file() else {}
 
 
+_AFTER = re.compile(r"host probe again after the cases[^:]*: (?P<said>.*)")
+
+
+def read_host_after(path: str) -> dict[str, float]:
+    """The probe's readings after an earlier run's cases, keyed as :func:`host_readings`: its sidecar's
+    ``host_after_s``, else the ratios its report printed (``host probe again after the cases: gpt op x1.24,
+    ...``; runs before 2026-12-04's fifth session: ``gpt x1.11``, the op steps) times the host time a layer the
+    current profile prices — the profile those ratios were read against, where the run's was this one."""
+    from gpucomm.advisor.compute import profile, source
+
+    p = Path(path)
+    if p.suffix == ".json":
+        got = json.loads(p.read_text()).get("host_after_s")
+        if got:
+            return {k: float(v) for k, v in got.items()}
+        p = p.with_suffix(".txt")
+    m = _AFTER.search(p.read_text()) if p.is_file() else None
+    if m is None:
+        return {}
+    there = {f"{f} {mode}": t for (f, mode), (_, _, t) in
+             profile.ProfileSource(source.shipped(source.SHIPPED["h200-nvswitch"])).host_steps().items()}
+    out = {}
+    for fam, mode, r in re.findall(r"(gpt|llama)(?: (none|full|op))? x([\d.]+)", m["said"]):
+        key = f"{fam} {mode or 'op'}"
+        if key in there:
+            out[key] = float(r) * there[key]
+    return out
+
+
 def _price_recorded_host(readings: dict[str, float]) -> None:
     """Make ``--host this`` price the host an earlier run read (:func:`read_host`) instead of timing this
     machine's: each family's reading over the host time a layer the current profile prices, said in the
@@ -514,11 +555,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case", action="append", default=[], metavar="SPEC",
                     help="a case of your own instead of the built-in ones (repeatable): name=..,family=gpt|llama,"
                          "layers=..,hidden=..,heads=..,kv_heads=..,ffn=..,vocab=..,seq=..,mb=..[,ac=..][,upcast=0]")
-    ap.add_argument("--host", default="auto", choices=("auto", "profile", "this", "recorded"),
+    ap.add_argument("--host", default="auto", choices=("auto", "profile", "this", "recorded", "around"),
                     help="gpucomm advise --host: this (this machine's host, timed on its GPU: needs the profile's "
                          "GPU here), profile (the measuring machine's host), recorded (--repredict: the host the "
-                         "earlier run's probe read), or auto (default: this where the cases run on a GPU, "
-                         "recorded for --repredict of a run that probed its host, else profile)")
+                         "earlier run's probe read before its cases), around (--repredict: the geometric mean of "
+                         "that reading and the probe's after the cases — a diagnosis of host drift), or auto "
+                         "(default: this where the cases run on a GPU, recorded for --repredict of a run that "
+                         "probed its host, else profile)")
     ap.add_argument("--out", help="also write the report to this file (and the measurements to its .json sidecar)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
@@ -542,13 +585,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
     readings = read_host(args.repredict) if args.repredict else {}
-    if args.host == "recorded" and not readings:
-        print(f"advisor_single_gpu: error: --host recorded: {args.repredict or 'no --repredict file'} holds no "
-              "host probe readings; use --host profile", file=sys.stderr)
+    if args.host == "around":
+        readings = _around(readings, read_host_after(args.repredict)) if args.repredict else {}
+    if args.host in ("recorded", "around") and not readings:
+        print(f"advisor_single_gpu: error: --host {args.host}: {args.repredict or 'no --repredict file'} holds no "
+              "host probe readings" + (" before and after its cases" if args.host == "around" else "")
+              + "; use --host profile", file=sys.stderr)
         return 2
     if args.host == "auto":  # the steps run on this machine: its host paces them, so price this host
         args.host = "this" if cuda else "recorded" if readings else "profile"
-    if args.host == "recorded":
+    if args.host in ("recorded", "around"):
         _price_recorded_host(readings)
     cases = own or (SMOKE if args.cpu_smoke else CASES)
     if args.repredict:
@@ -594,7 +640,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, t0, notes = [], time.perf_counter(), []
     for c in cases:
         m, before = earlier[c.name] if args.repredict else (run_case(c, device, warmup, timed), {})
-        p = predict(c, args.hardware, "this" if args.host == "recorded" else args.host)
+        p = predict(c, args.hardware, "this" if args.host in ("recorded", "around") else args.host)
         et, ea, er = (_err(p["step_time_s"], m.step_s), _err(p["memory_allocated_bytes"], m.allocated),
                       _err(p["memory_reserved_bytes"], m.reserved))
         rows.append((c, m, p, et, ea, er))
@@ -607,9 +653,22 @@ def main(argv: list[str] | None = None) -> int:
             f"{m.allocated / GiB:.1f} / {p['memory_allocated_bytes'] / GiB:.1f} GiB | {_pct(ea)} | "
             f"{m.reserved / GiB:.1f} / {p['memory_reserved_bytes'] / GiB:.1f} GiB | {_pct(er)} |{r_then}")
     wall = time.perf_counter() - t0
+    before = host_readings("\n".join(notes))
+    after: dict[str, float] = {}
     if args.host == "this" and not args.repredict:
         say()
-        say(f"host probe again after the cases (the host's drift while they ran): {_probe_again(args.hardware)}")
+        after, said = _probe_again(args.hardware)
+        say(f"host probe again after the cases (the host's drift while they ran): {said}")
+        mid = _around(before, after)
+        if mid:  # diagnosis, not the headline: the advisor itself is run once, on the probe before
+            _price_recorded_host(mid)
+            errs = [(c.name, _err(predict(c, args.hardware, "this")["step_time_s"], m.step_s))
+                    for c, m, *_ in rows]
+            worst = max(errs, key=lambda e: abs(e[1]))
+            say(f"predicted at the host read around the cases (per family and mode, the geometric mean of the probe's "
+                f"readings before and after them; diagnosis of host drift, not the figures above): median |error| "
+                f"{statistics.median(abs(e) for _, e in errs):.1%}, worst {abs(worst[1]):.1%} ({worst[0]}); "
+                + ", ".join(f"{n} {_pct(e)}" for n, e in errs))
     say()
     ts = [abs(r[3]) for r in rows]
     rs = [abs(r[5]) for r in rows if r[1].reserved > 0]
@@ -636,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).write_text("\n".join(lines) + "\n")
         if not args.repredict:
             side = {"kind": "advisor-single-gpu", "device": gpu, "torch": torch.__version__,
-                    "host_here_s": host_readings("\n".join(notes)), "cases": [
+                    "host_here_s": before, "host_after_s": after, "cases": [
                 {"case": c.name, "spec": dataclasses.asdict(c), "step_s": m.step_s, "allocated": m.allocated, "reserved": m.reserved,
                  "params": m.params, "sm_mhz": m.sm_mhz, "power_w": m.power_w, "predicted": {k: p[k] for k in ("step_time_s", "memory_allocated_bytes",
                                                                      "memory_reserved_bytes")}}

@@ -139,3 +139,10 @@ def test_a_repredict_prices_each_modes_recorded_host(monkeypatch):
     assert here.host_ratio("gpt", "full") == pytest.approx(3.0)
     assert here.host_ratio("gpt", "selective") == pytest.approx(2.0)
     assert here.host_ratio("llama", "full") == 1.0
+
+
+def test_the_host_around_the_cases_is_the_geometric_mean_of_the_two_probes():
+    """The diagnosis line prices, per (family, mode) read by both probes, the geometric mean of the reading
+    before the cases and the one after them; a key read once is left out (nothing brackets the cases)."""
+    got = bench._around({"gpt op": 0.004, "llama op": 0.010, "gpt full": 0.003}, {"gpt op": 0.009, "llama op": 0.010})
+    assert got == pytest.approx({"gpt op": 0.006, "llama op": 0.010})
