@@ -583,6 +583,7 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
                                f"{here_name}; run it where the profile's GPU is, or leave --host out")
     ctx = _Ctx(device, prof.precision, prof.software)
     times: dict[tuple[str, str, int], list[float]] = {}
+    t0 = time.perf_counter()
     for _ in range(max(1, repeats)):
         for key in keys:
             if key in steps:
@@ -596,6 +597,7 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
                 times.setdefault((*key, 0), []).append(got["fwd_s"] + got["bwd_s"])
             if device.type == "cuda":
                 torch.cuda.empty_cache()
+    took = time.perf_counter() - t0
     ratios, said = {}, []
     for key in keys:
         fam, mode = key
@@ -624,4 +626,4 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
     cpu_here = collect_env(device.type).host.get("cpu_model", "?")
     cpu_there = prof.env.get("host", {}).get("cpu_model", "not recorded")
     return ratios, (f"host: this machine's ({cpu_here}; the profile's: {cpu_there}), its host time scaled by what "
-                    f"priced the profile's, timed again here on the {here_name}: " + "; ".join(said))
+                    f"priced the profile's, timed again here on the {here_name} in {took:.0f} s: " + "; ".join(said))
