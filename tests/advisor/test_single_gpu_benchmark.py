@@ -125,18 +125,19 @@ def test_a_repredict_prices_the_host_the_earlier_run_read(tmp_path):
 
 
 def test_a_repredict_prices_each_modes_recorded_host(monkeypatch):
-    """The recorded readings price each (family, mode) the run read over the profile's host time a layer of that
-    mode; a mode the run did not read takes its family's op reading."""
+    """The recorded readings price each (family, mode) the profile's probe reads (profile.PROBED_MODES) over the
+    profile's host time a layer of that mode; a reading of a mode the probe no longer reads (r20-r22 read full
+    and none too) is left out, and every mode not read takes its family's op reading."""
     from gpucomm.advisor.compute import profile, source
 
     monkeypatch.setattr(source, "_this_host", source._this_host)
     src = profile.ProfileSource(source.shipped(source.SHIPPED["h200-nvswitch"]))
     there = {f"{f} {m}": t for (f, m), (_, _, t) in src.host_steps().items()}
-    assert {"gpt op", "gpt full", "llama op", "llama full"} <= set(there)
-    bench._price_recorded_host({"gpt op": 2 * there["gpt op"], "gpt full": 3 * there["gpt full"]})
+    assert set(there) == {"gpt op", "llama op"}
+    bench._price_recorded_host({"gpt op": 2 * there["gpt op"], "gpt full": 0.5})
     here = source._this_host(src)
     assert here.host_ratio("gpt", "op") == pytest.approx(2.0)
-    assert here.host_ratio("gpt", "full") == pytest.approx(3.0)
+    assert here.host_ratio("gpt", "full") == pytest.approx(2.0)
     assert here.host_ratio("gpt", "selective") == pytest.approx(2.0)
     assert here.host_ratio("llama", "full") == 1.0
 

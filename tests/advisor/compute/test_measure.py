@@ -259,6 +259,6 @@ def test_host_ratios_on_the_shipped_profiles_gpu():
     if shipped is None or torch.cuda.get_device_name(0) != shipped.gpu:
         pytest.skip(f"needs the shipped profile's GPU ({shipped.gpu if shipped else 'none shipped'})")
     ratios, line = measure.host_ratios(profile.ProfileSource(shipped), repeats=1)  # the plumbing: one round
-    assert {fam for fam, _ in ratios} == {"gpt", "llama"} and ("gpt", "full") in ratios, ratios
+    assert set(ratios) == {(fam, mode) for fam in ("gpt", "llama") for mode in profile.PROBED_MODES}, ratios
     assert all(0.05 < r < 20 for r in ratios.values()), ratios
     assert "ms in the profile" in line and "a layer here" in line  # the whole op steps, timed again

@@ -125,7 +125,7 @@ from gpucomm.advisor.compute.shapes import (
 from gpucomm.advisor.job import SOFTWARE
 from gpucomm.advisor.memory import activation_terms
 
-__all__ = ["KIND", "POINT_KINDS", "SCHEMA_VERSION", "SOFTWARE", "ComputeProfile", "ProfileError", "ProfileSource",
+__all__ = ["KIND", "POINT_KINDS", "PROBED_MODES", "SCHEMA_VERSION", "SOFTWARE", "ComputeProfile", "ProfileError", "ProfileSource",
            "expected_gpu", "layer_shape_of", "load", "save"]
 
 KIND = "gpucomm-compute-profile"
@@ -307,6 +307,17 @@ class Scale:
         return compute_s * self.compute + memory_s * self.memory
 
 
+PROBED_MODES = ("op",)
+"""The checkpointing modes whose whole steps ``--host this`` times again (:meth:`ProfileSource.host_steps`);
+every other mode's host time is scaled by its family's ``op`` reading.  Measured both ways on three H200 hosts
+(gpu-logs-r20..r22_h200x1_2026-12-04): reading ``full`` and ``none`` from their own 768-wide steps as well
+priced the thirteen cases at a worst |error| of 6.4%, 15.4% and 23.6%, the ``op`` reading alone 6.4%, 15.4% and
+9.3% — on r22 the ``full`` steps read 1.70x the profile's host and gpt-650m-mb8 (full) ran device-bound at
+108.5 ms as on fast hosts, predicted 134.2 ms from that reading and 113.1 ms from the op reading (1.43x)
+(advisor-single-gpu-r22-opprobe_cpu_2026-12-04.txt).  A mode's small host-paced steps overstate its host
+time inside larger steps on such hosts; the op reading's error is the smaller."""
+
+
 class ProfileSource:
     """A compute source (:class:`gpucomm.advisor.compute.source.ComputeSource`) backed by a measured profile."""
 
@@ -353,14 +364,12 @@ class ProfileSource:
         a layer the profile prices (its median over shapes) — the quantity itself, which ``--host this``
         measures again on another machine (:func:`gpucomm.advisor.compute.measure.host_ratios`).
 
-        Per mode, not per family: the modes issue different host work (``op`` a policy per op, ``full`` the
-        forward again inside backward), and hosts stretch them differently — gpt-650m-mb8 with full
-        checkpointing ran 106.6 ms on a host whose GPT ``op`` steps read 1.29x the profile's, and 124.5 ms on one
-        that read 1.14x (advisor-single-gpu-r13/r15-repredict-final_cpu_2026-12-04.txt)."""
+        Only the modes of :data:`PROBED_MODES` (``op``): the others take their family's ``op`` reading
+        (:meth:`host_ratio`)."""
         groups: dict[tuple, list[dict[str, Any]]] = {}
         for r in self._tables.steps:
             sh = layer_shape_of(r["layer"])
-            if sh.tp == 1 and (sh.family, sh.ac) in self._tables._step_host:
+            if sh.tp == 1 and sh.ac in PROBED_MODES and (sh.family, sh.ac) in self._tables._step_host:
                 groups.setdefault((tuple(sorted(r["layer"].items())), r["vocab"], r.get("loss", "upcast")),
                                   []).append(r)
         by: dict[tuple[str, str], list[tuple[int, tuple, list[dict[str, Any]]]]] = {}
