@@ -186,7 +186,7 @@ def test_host_ratios_time_the_profiles_whole_op_steps_again_here():
         src.host_steps = lambda there=there: {("gpt", "op"): (a, b, there)}
         ratios, line = measure.host_ratios(src)
         assert check(ratios[("gpt", "op")]), (there, ratios, line)
-        assert "op steps of 2 and 8 layers" in line and "medians of 5" in line
+        assert "op steps of 2 and 8 layers" in line and "medians of 5; one round's " in line
 
 
 def test_host_ratios_read_this_hosts_marginal_as_the_profile_reads_its_own(monkeypatch):
@@ -200,9 +200,10 @@ def test_host_ratios_read_this_hosts_marginal_as_the_profile_reads_its_own(monke
     monkeypatch.setattr(measure, "step_seconds", lambda ctx, layer, vocab, layers, loss="upcast": timed[layers])
     src.host_points = dict
     src.host_steps = lambda: {("gpt", "op"): (a, b, 0.01)}
-    ratios, _ = measure.host_ratios(src, repeats=1)
+    ratios, line = measure.host_ratios(src, repeats=1)
     here = src.marginal_s(a["layer"], a["vocab"], (2, 0.100), (8, 0.400))
     assert ratios[("gpt", "op")] == pytest.approx(here / 0.01)
+    assert f"one round's {here * 1e3:.2f}-{here * 1e3:.2f})" in line  # each round's own marginal, said
     assert here < 0.300 / 6  # the optimizer's share of the extra layers is out
 
 

@@ -606,9 +606,11 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
             s = layer_shape_of(a["layer"])
             ta, tb = (statistics.median(times[(*key, r["layers"])]) for r in (a, b))
             here = src.marginal_s(a["layer"], a["vocab"], (a["layers"], ta), (b["layers"], tb))
+            rounds = [src.marginal_s(a["layer"], a["vocab"], (a["layers"], x), (b["layers"], y))
+                      for x, y in zip(times[(*key, a["layers"])], times[(*key, b["layers"])], strict=True)]
             what = (f"{fam} {s.hidden}-wide {s.mb}x{s.seq} {mode} steps of {a['layers']} and {b['layers']} layers: "
-                    f"{here * 1e3:.2f} ms a layer here (medians of {len(times[(*key, a['layers'])])}), "
-                    f"{there * 1e3:.2f} ms in the profile")
+                    f"{here * 1e3:.2f} ms a layer here (medians of {len(rounds)}; one round's "
+                    f"{min(rounds) * 1e3:.2f}-{max(rounds) * 1e3:.2f}), {there * 1e3:.2f} ms in the profile")
             if here <= 0:  # the longer step ran no slower: the difference says nothing of this host
                 here = there
                 what += "; unreadable here (the longer step ran no slower), the profile's kept"
