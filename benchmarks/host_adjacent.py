@@ -40,7 +40,8 @@ def _readings(src, repeats: int) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     import advisor_single_gpu as bench
-    from gpucomm.advisor.compute import profile, source
+    from _shipped import shipped_here
+    from gpucomm.advisor.compute import profile
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", nargs="+", default=["gpt-1.3b", "llama-1.1b-2k"],
@@ -57,11 +58,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"--rounds/--repeats: expected counts >= 1, but got {args.rounds}/{args.repeats}")
         print(f"host_adjacent: error: {what}", file=sys.stderr)
         return 2
-    name = source.SHIPPED.get(args.hardware)
-    prof = source.shipped(name) if name else None
-    if prof is None or not torch.cuda.is_available() or torch.cuda.get_device_name() != prof.gpu:
-        print(f"host_adjacent: error: needs a GPU of the profile shipped for --hardware {args.hardware} "
-              f"({prof.gpu if prof else 'none ships'})", file=sys.stderr)
+    prof = shipped_here(args.hardware, "host_adjacent")
+    if prof is None:
         return 2
     src = profile.ProfileSource(prof)
     device = torch.device("cuda", torch.cuda.current_device())

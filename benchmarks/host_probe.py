@@ -34,8 +34,9 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT / "src") not in sys.path:
-    sys.path.insert(0, str(ROOT / "src"))  # run from the tree, as the GPU machine does (PYTHONPATH=src)
+for _p in (ROOT / "src", ROOT / "benchmarks"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))  # run from the tree, as the GPU machine does (PYTHONPATH=src)
 
 
 def cpu_proxy_us() -> float:
@@ -84,7 +85,8 @@ def _widths(ctx, src, widths: list[int], rounds: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gpucomm.advisor.compute import measure, profile, source
+    from _shipped import shipped_here
+    from gpucomm.advisor.compute import measure, profile
     from gpucomm.advisor.compute.profile import layer_shape_of
     from gpucomm.advisor.compute.shapes import Rates, expected_s
 
@@ -103,11 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"host_probe: error: --rounds: expected a count >= 1, but got {args.rounds}; pass --rounds 5",
               file=sys.stderr)
         return 2
-    name = source.SHIPPED.get(args.hardware)
-    prof = source.shipped(name) if name else None
-    if prof is None or not torch.cuda.is_available() or torch.cuda.get_device_name() != prof.gpu:
-        print(f"host_probe: error: needs a GPU of the profile shipped for --hardware {args.hardware} "
-              f"({prof.gpu if prof else 'none ships'})", file=sys.stderr)
+    prof = shipped_here(args.hardware, "host_probe")
+    if prof is None:
         return 2
     src = profile.ProfileSource(prof)
     points = src.host_points()
