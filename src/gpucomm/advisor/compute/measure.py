@@ -351,7 +351,8 @@ def _step_work(ctx: _Ctx, st: StepShape) -> tuple[list[Callable[[], Any]], int]:
     return [step], sum(p.numel() for p in model.parameters())
 
 
-def _step(ctx: _Ctx, st: StepShape, expected: float) -> dict[str, Any]:
+def _step(ctx: _Ctx, st: StepShape, expected: float, busy: bool = True) -> dict[str, Any]:
+    """A whole step timed, its peaks and (``busy``) its busy time read under the profiler after the timing."""
     dev = ctx.device
     phases, params = _step_work(ctx, st)
     if dev.type == "cuda":
@@ -363,13 +364,18 @@ def _step(ctx: _Ctx, st: StepShape, expected: float) -> dict[str, Any]:
         out["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved(dev))
     else:
         out["peak_allocated_bytes"] = out["peak_reserved_bytes"] = 0
+    if not busy:
+        return out
     return {**out, **_busy(ctx, phases, ("seconds",))}  # after the peaks: the profiler's pass is not the step's
 
 
-def step_seconds(ctx: _Ctx, layer: LayerShape, vocab: int, layers: int, loss: str = "upcast") -> float:
-    """One whole step (:func:`_step`) of ``layers`` layers of ``layer``, timed as a profile point is."""
+def step_seconds(ctx: _Ctx, layer: LayerShape, vocab: int, layers: int, loss: str = "upcast",
+                 busy: bool = True) -> float:
+    """One whole step (:func:`_step`) of ``layers`` layers of ``layer``, timed as a profile point is (``busy``:
+    with the profile's busy pass after it, as ``gpucomm measure`` runs it; benchmarks/cupti_linger.py asks
+    whether that pass slows what the process times afterwards)."""
     st = StepShape(layer=layer, vocab=vocab, layers=layers, loss=loss)
-    return _step(ctx, st, expected_s("step", st, Rates()))["seconds"]
+    return _step(ctx, st, expected_s("step", st, Rates()), busy=busy)["seconds"]
 
 
 _MEASURE = {"layer": _layer, "kernels": _kernels, "attention": _attention, "embedding": _embedding,
