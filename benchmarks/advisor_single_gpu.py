@@ -20,10 +20,13 @@ cases.  The prediction comes through the advisor's CLI contract, one call per ca
 (``step_time_s``, ``memory_allocated_bytes``, ``memory_reserved_bytes`` of its first row).  ``--host this``
 (this script's default where the cases run on a GPU: the steps run on this machine, so its host paces the
 host-bound ones) prices a host-paced step with this machine's host instead of the profile's: the advisor times
-the profile's host-paced whole op steps (2 and 8 layers) again on this GPU (five rounds, about 15 s) and prices
+the profile's host-paced whole op steps (2 and 8 layers) again on this GPU (five rounds, 15-23 s) and prices
 this host's marginal time a layer.  That is
 not calibration — it times none of the cases, only the profile's own points — and the script times the same
-probe again after the cases, to show how far the host moved meanwhile.  The shapes are
+probe again after the cases, to show how far the host moved meanwhile.  The probe runs in a child process,
+before the cases and after them, as a user runs ``gpucomm advise --host this`` apart from their training: it
+reads busy times under ``torch.profiler``, and a finished profile can leave CUPTI attached to the process that
+ran it (pytorch/pytorch#144455), which the cases' own steps must not carry.  The shapes are
 chosen off the compute profile's grid (hidden sizes it does not measure, head dims 64/80/128, token counts that
 are not powers of two), since the advisor is checked on shapes it has not seen.
 
@@ -370,22 +373,39 @@ def predict(c: Case, hardware: str, host: str = "profile") -> dict:
     return row
 
 
-def _probe_again(hardware: str) -> tuple[dict[str, float], str]:
-    """The advisor's ``--host this`` probe run once more (:func:`gpucomm.advisor.compute.measure.host_ratios`)
-    on the profile shipped for ``hardware``: its readings as :func:`host_readings` keys them (seconds a layer
-    here, from whole steps), and its ratios said in words."""
+def _probe(hardware: str) -> dict:
+    """The advisor's ``--host this`` probe (:func:`gpucomm.advisor.compute.measure.host_ratios`) on the profile
+    shipped for ``hardware``, here: ``readings`` as :func:`host_readings` keys them (seconds a layer here, from
+    whole steps), ``line`` (the advisor's assumption line) and ``said`` (the ratios in words)."""
     from gpucomm.advisor.compute import measure, profile, source
 
     name = source.SHIPPED.get(hardware)
     prof = source.shipped(name) if name else None
     if prof is None:
-        return {}, f"no measured profile ships for {hardware}"
+        return {"readings": {}, "line": "", "said": f"no measured profile ships for {hardware}"}
     src = profile.ProfileSource(prof)
-    ratios, _ = measure.host_ratios(src)
+    ratios, line = measure.host_ratios(src)
     steps = src.host_steps()
     readings = {f"{fam} {mode}": r * steps[(fam, mode)][2] for (fam, mode), r in ratios.items()
                 if (fam, mode) in steps}
-    return readings, ", ".join(f"{fam} {mode} x{r:.2f}" for (fam, mode), r in sorted(ratios.items()))
+    return {"readings": readings, "line": line,
+            "said": ", ".join(f"{fam} {mode} x{r:.2f}" for (fam, mode), r in sorted(ratios.items()))}
+
+
+def _probe_in_child(hardware: str) -> dict:
+    """:func:`_probe` in a child process (this script with ``--probe-json``), so that its profiler passes leave
+    nothing in the process that trains the cases (module docstring).
+
+    Raises:
+        RuntimeError: the child failed (its last line of stderr)."""
+    import subprocess
+
+    run = subprocess.run([sys.executable, __file__, "--probe-json", "--hardware", hardware], capture_output=True,
+                         text=True, timeout=600)
+    if run.returncode != 0:
+        raise RuntimeError(f"the --host this probe (child process) exited {run.returncode}: "
+                           f"{(run.stderr.strip().splitlines() or ['?'])[-1]}")
+    return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 def _around(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
@@ -494,20 +514,21 @@ def read_host_after(path: str) -> dict[str, float]:
     return out
 
 
-def _price_recorded_host(readings: dict[str, float]) -> None:
-    """Make ``--host this`` price the host an earlier run read (:func:`read_host`) instead of timing this
-    machine's: each family's reading over the host time a layer the current profile prices, said in the
-    assumption line the advisor prints.  The readings of runs before the optimizer's share was taken out of a step's marginal
-    (before 16d1e83) hold it (under 1% of a 768-wide op layer's host time)."""
+def _price_recorded_host(readings: dict[str, float], line: str = "") -> None:
+    """Make ``--host this`` price the host a probe read (:func:`read_host`, :func:`_probe_in_child`) instead of
+    timing this machine's: each reading over the host time a layer the current profile prices, said in the
+    assumption line the advisor prints (``line``, else one that says the readings are the run's own).  The
+    readings of runs before the optimizer's share was taken out of a step's marginal (before 16d1e83) hold it
+    (under 1% of a 768-wide op layer's host time)."""
     from gpucomm.advisor.compute import source
 
     def recorded(src):
         there = {f"{fam} {mode}": t for (fam, mode), (_, _, t) in src.host_steps().items()}
         ratios = {k: readings[k] / there[k] for k in readings if k in there}
-        line = ("host: the run's own, as its --host this probe read it: " + "; ".join(
+        said = line or ("host: the run's own, as its --host this probe read it: " + "; ".join(
             f"{k} {readings[k] * 1e3:.2f} ms a layer there, {there[k] * 1e3:.2f} ms in the profile "
             f"(x{r:.2f})" for k, r in sorted(ratios.items())))
-        return src.with_host({tuple(k.split(" ")): r for k, r in ratios.items()}, line)
+        return src.with_host({tuple(k.split(" ")): r for k, r in ratios.items()}, said)
 
     source._this_host = recorded
 
@@ -564,7 +585,11 @@ def main(argv: list[str] | None = None) -> int:
                          "probed its host, else profile)")
     ap.add_argument("--out", help="also write the report to this file (and the measurements to its .json sidecar)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument("--probe-json", action="store_true", help=argparse.SUPPRESS)  # the child of _probe_in_child
     args = ap.parse_args(argv)
+    if args.probe_json:  # the child of _probe_in_child: the probe alone, its result as one JSON line
+        print(json.dumps(_probe(args.hardware)))
+        return 0
     try:
         own = tuple(parse_case(spec) for spec in args.case)
     except ValueError as exc:
@@ -596,6 +621,15 @@ def main(argv: list[str] | None = None) -> int:
         args.host = "this" if cuda else "recorded" if readings else "profile"
     if args.host in ("recorded", "around"):
         _price_recorded_host(readings)
+    probed: dict = {}
+    if args.host == "this" and cuda:  # the probe apart from the cases' process (module docstring)
+        try:
+            probed = _probe_in_child(args.hardware)
+        except (RuntimeError, OSError, ValueError) as exc:
+            print(f"advisor_single_gpu: error: {exc}; run it on a GPU of the profile's model, or pass "
+                  "--host profile", file=sys.stderr)
+            return 2
+        _price_recorded_host(probed["readings"], probed["line"])
     cases = own or (SMOKE if args.cpu_smoke else CASES)
     if args.repredict:
         builtin = {c.name: c for c in CASES}  # the run's order; a case's own shape where the run saved it
@@ -653,12 +687,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{m.allocated / GiB:.1f} / {p['memory_allocated_bytes'] / GiB:.1f} GiB | {_pct(ea)} | "
             f"{m.reserved / GiB:.1f} / {p['memory_reserved_bytes'] / GiB:.1f} GiB | {_pct(er)} |{r_then}")
     wall = time.perf_counter() - t0
-    before = host_readings("\n".join(notes))
+    before = probed.get("readings") or host_readings("\n".join(notes))
     after: dict[str, float] = {}
-    if args.host == "this" and not args.repredict:
+    if probed:
         say()
-        after, said = _probe_again(args.hardware)
-        say(f"host probe again after the cases (the host's drift while they ran): {said}")
+        try:
+            again = _probe_in_child(args.hardware)
+        except (RuntimeError, OSError, ValueError) as exc:  # the rows are measured: the report still gets written
+            again = {"readings": {}, "said": f"failed ({exc})"}
+        after = again["readings"]
+        say(f"host probe again after the cases (the host's drift while they ran): {again['said']}")
         mid = _around(before, after)
         if mid:  # diagnosis, not the headline: the advisor itself is run once, on the probe before
             _price_recorded_host(mid)

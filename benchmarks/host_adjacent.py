@@ -5,7 +5,9 @@ or two before it (docs/choosing.md, section 6).  This script separates the host'
 each round and case it runs the advisor's probe (:func:`gpucomm.advisor.compute.measure.host_ratios`, the op
 steps), trains the case as ``benchmarks/advisor_single_gpu.py`` does, runs the probe again, and prints the step
 measured beside the advisor's prediction at the probe before, at the probe after and at their geometric mean —
-the three readings seconds apart from the step, not minutes.
+the three readings seconds apart from the step, not minutes.  The probe runs in this process, beside the
+step (advisor_single_gpu.py runs it in a child process); whether its profiler passes slow the steps timed after
+them is what benchmarks/cupti_linger.py measures.
 
 Usage (one GPU of the shipped profile's model)::
 

@@ -147,3 +147,12 @@ def test_the_host_around_the_cases_is_the_geometric_mean_of_the_two_probes():
     before the cases and the one after them; a key read once is left out (nothing brackets the cases)."""
     got = bench._around({"gpt op": 0.004, "llama op": 0.010, "gpt full": 0.003}, {"gpt op": 0.009, "llama op": 0.010})
     assert got == pytest.approx({"gpt op": 0.006, "llama op": 0.010})
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the child's refusal without the profile's GPU")
+def test_the_probe_runs_in_a_child_process_and_its_failure_is_one_line():
+    """The benchmark's --host this probe runs in a child process (its profiler passes stay out of the process
+    that trains the cases); a child that cannot probe (no GPU of the profile's model here) is a RuntimeError
+    naming the child and its last line of stderr."""
+    with pytest.raises(RuntimeError, match=r"^the --host this probe \(child process\) exited 1: .*--host this"):
+        bench._probe_in_child("h200-nvswitch")
