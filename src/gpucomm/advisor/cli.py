@@ -46,7 +46,7 @@ against ``--hardware``: a profile of another GPU is a usage error), else the one
 from it for the H100 SXM — and from the datasheet otherwise, said in the answer ("compute not measured").
 A step an eager host paces takes the host's time, and hosts differ (one step ran 102 and 173 ms on two H200
 machines): ``--host profile`` (default) prices the host that measured the profile, ``--host this`` times again
-on this machine's GPU (the same model; five rounds, 15-23 s on the H200, said in the answer) what priced the
+on this machine's GPU (the same model; five rounds, up to 23 s on the H200, said in the answer) what priced the
 profile's host — its whole ``op`` steps of 2 and 8 layers — and prices this host's marginal time a layer, for
 every checkpointing mode.
 
@@ -177,7 +177,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     hw.add_argument("--host", default="profile",
                     help="whose host paces an eager step: profile (default: the machine that measured the compute "
                          "profile) or this (time the profile's host-paced op steps again on this machine's GPU, "
-                         "15-23 s on the H200)")
+                         "up to 23 s on the H200)")
     out = p.add_argument_group("output")
     out.add_argument("--strategies", help="named strategies to price, comma-separated: single, dp, replicated, "
                                           "ddp, zero1, zero2, zero3, fsdp")

@@ -197,13 +197,20 @@ def test_host_ratios_read_this_hosts_marginal_as_the_profile_reads_its_own(monke
     src = profile.ProfileSource(p)
     a, b = sorted((r for r in p.points["step"]), key=lambda r: r["layers"])
     timed = {2: 0.100, 8: 0.400}
-    monkeypatch.setattr(measure, "step_seconds", lambda ctx, layer, vocab, layers, loss="upcast": timed[layers])
+    asked = []
+
+    def step_seconds(ctx, layer, vocab, layers, loss="upcast", busy=True):
+        asked.append(busy)
+        return timed[layers]
+
+    monkeypatch.setattr(measure, "step_seconds", step_seconds)
     src.host_points = dict
     src.host_steps = lambda: {("gpt", "op"): (a, b, 0.01)}
     ratios, line = measure.host_ratios(src, repeats=1)
     here = src.marginal_s(a["layer"], a["vocab"], (2, 0.100), (8, 0.400))
     assert ratios[("gpt", "op")] == pytest.approx(here / 0.01)
     assert f"one round's {here * 1e3:.2f}-{here * 1e3:.2f})" in line  # each round's own marginal, said
+    assert asked == [False, False]  # the times alone: no profiler pass left behind in the process
     assert here < 0.300 / 6  # the optimizer's share of the extra layers is out
 
 
@@ -229,7 +236,7 @@ def test_host_ratios_read_each_mode_from_its_own_steps(monkeypatch):
     full = [dict(r, layer={**r["layer"], "ac": "full"}) for r in (a, b)]
     timed = {("op", 2): 0.100, ("op", 8): 0.400, ("full", 2): 0.200, ("full", 8): 0.800}
     monkeypatch.setattr(measure, "step_seconds",
-                        lambda ctx, layer, vocab, layers, loss="upcast": timed[(layer.ac, layers)])
+                        lambda ctx, layer, vocab, layers, loss="upcast", busy=True: timed[(layer.ac, layers)])
     op_here = src.marginal_s(a["layer"], a["vocab"], (2, 0.100), (8, 0.400))
     full_here = src.marginal_s(full[0]["layer"], a["vocab"], (2, 0.200), (8, 0.800))
     src.host_points = dict

@@ -239,10 +239,11 @@ def _layer_work(ctx: _Ctx, s: LayerShape) -> list[Callable[[], Any]]:
     return [fwd, bwd]
 
 
-def _layer(ctx: _Ctx, s: LayerShape, expected: float) -> dict[str, Any]:
+def _layer(ctx: _Ctx, s: LayerShape, expected: float, busy: bool = True) -> dict[str, Any]:
+    """One layer's forward and backward timed and (``busy``) their busy times read under the profiler after."""
     phases = _layer_work(ctx, s)
     f, b = time_phases(phases, ctx.device, *ctx.reps("layer", expected))
-    return {"fwd_s": f, "bwd_s": b, **_busy(ctx, phases, ("fwd_s", "bwd_s"))}
+    return {"fwd_s": f, "bwd_s": b, **(_busy(ctx, phases, ("fwd_s", "bwd_s")) if busy else {})}
 
 
 def _kernels_work(ctx: _Ctx, s: LayerShape) -> list[Callable[[], Any]]:
@@ -564,7 +565,9 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
     profile's and the whole steps at 1.15x, Llama's at 1.12x and 0.81x
     (benchmarks/results/host-probe-r2_h200x1_2026-12-04.txt).  Why per mode: see
     :meth:`ProfileSource.host_steps`.  A step here that the device paces (a fast host) reads the device's time,
-    which overstates this host's, never understates it.
+    which overstates this host's, never understates it.  Without the profile's busy passes (``busy=False``):
+    the probe needs the times alone, and a finished ``torch.profiler`` pass can leave CUPTI attached to the
+    process (pytorch/pytorch#144455) — the host it reads is the one a training process without a profiler has.
 
     Raises:
         ProfileError: no device of the profile's model here (one line naming ``--host``, the fix).
@@ -595,11 +598,11 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
             if key in steps:
                 for r in steps[key][:2]:
                     got = step_seconds(ctx, layer_shape_of(r["layer"]), r["vocab"], r["layers"],
-                                       r.get("loss", "upcast"))
+                                       r.get("loss", "upcast"), busy=False)
                     times.setdefault((*key, r["layers"]), []).append(got)
             else:
                 s = layer_shape_of(points[key[0]])
-                got = _layer(ctx, s, expected_s("layer", s, Rates()))
+                got = _layer(ctx, s, expected_s("layer", s, Rates()), busy=False)
                 times.setdefault((*key, 0), []).append(got["fwd_s"] + got["bwd_s"])
             if device.type == "cuda":
                 torch.cuda.empty_cache()
