@@ -2,11 +2,13 @@
 
 Kineto releases CUPTI when a trace stops only where ``TEARDOWN_CUPTI=1`` (pytorch/pytorch#144455: without it
 "the torch profiler continues to affect program performance even after profiling has completed"; the closed
-pytorch/pytorch#146604 measured training 10-20% slower after a profile).  ``gpucomm measure`` reads a point's
-busy time under the profiler after timing it (:func:`gpucomm.advisor.compute.measure.busy_phases`), so every
-point timed after the first busy pass — the shipped profile's whole steps among them, and the probe of
-``--host this`` with the cases ``benchmarks/advisor_single_gpu.py`` trains after it — may carry that cost
-where a user's own training does not.  A host-paced step is where it would show.
+pytorch/pytorch#146604 measured training 10-20% slower after a profile).  Until 2026-12-04's fifth session
+``gpucomm measure`` read each point's busy time under the profiler right after timing it, so every point timed
+after the first busy pass — the shipped profile's whole steps among them — may carry that cost, and so may the
+probe of ``--host this`` and the cases ``benchmarks/advisor_single_gpu.py`` trained after it in one process.
+Both now time with no profiler run before them in the process (measure's busy pass follows every point; the
+probe has none, and the benchmark runs it in a child process).  Whether the shipped profile's host-paced steps
+must be timed again is what this measures; a host-paced step is where it would show.
 
 Each worker process times, on a GPU of the shipped profile's model, the probe's host-paced whole ``op`` steps
 (2 and 8 layers of the profile's most host-paced shape per family) and their marginal time a layer
@@ -55,7 +57,8 @@ def worker(mode: str, hardware: str, repeats: int) -> dict[str, float]:
     if prof is None:
         raise SystemExit(2)
     src = profile.ProfileSource(prof)
-    ctx = measure._Ctx(torch.device("cuda", torch.cuda.current_device()), prof.precision, prof.software)
+    ctx = measure._Ctx(torch.device("cuda", torch.cuda.current_device()), prof.precision, prof.software,
+                       busy=False)
     steps = {fam: v for (fam, m), v in src.host_steps().items() if m == "op"}
     if mode != "clean":
         if mode == "teardown":
@@ -73,7 +76,7 @@ def worker(mode: str, hardware: str, repeats: int) -> dict[str, float]:
         for fam, (a, b, _) in sorted(steps.items()):
             for r in (a, b):
                 t = measure.step_seconds(ctx, layer_shape_of(r["layer"]), r["vocab"], r["layers"],
-                                         r.get("loss", "upcast"), busy=False)
+                                         r.get("loss", "upcast"))
                 times.setdefault((fam, r["layers"]), []).append(t)
             torch.cuda.empty_cache()
     out = {}

@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     fams = sorted(points)
     say("| round | " + " | ".join(f"{f} layer x | {f} step marginal ms (x)" for f in fams) + " | cpu add_ us |")
     say("|---:|" + "---:|---:|" * len(fams) + "---:|")
-    ctx = measure._Ctx(torch.device("cuda", torch.cuda.current_device()), prof.precision, prof.software)
+    ctx = measure._Ctx(torch.device("cuda", torch.cuda.current_device()), prof.precision, prof.software, busy=False)
     got: dict[str, list[float]] = {}
     for i in range(args.rounds):
         cells = []

@@ -199,8 +199,8 @@ def test_host_ratios_read_this_hosts_marginal_as_the_profile_reads_its_own(monke
     timed = {2: 0.100, 8: 0.400}
     asked = []
 
-    def step_seconds(ctx, layer, vocab, layers, loss="upcast", busy=True):
-        asked.append(busy)
+    def step_seconds(ctx, layer, vocab, layers, loss="upcast"):
+        asked.append(ctx.busy)
         return timed[layers]
 
     monkeypatch.setattr(measure, "step_seconds", step_seconds)
@@ -236,7 +236,7 @@ def test_host_ratios_read_each_mode_from_its_own_steps(monkeypatch):
     full = [dict(r, layer={**r["layer"], "ac": "full"}) for r in (a, b)]
     timed = {("op", 2): 0.100, ("op", 8): 0.400, ("full", 2): 0.200, ("full", 8): 0.800}
     monkeypatch.setattr(measure, "step_seconds",
-                        lambda ctx, layer, vocab, layers, loss="upcast", busy=True: timed[(layer.ac, layers)])
+                        lambda ctx, layer, vocab, layers, loss="upcast": timed[(layer.ac, layers)])
     op_here = src.marginal_s(a["layer"], a["vocab"], (2, 0.100), (8, 0.400))
     full_here = src.marginal_s(full[0]["layer"], a["vocab"], (2, 0.200), (8, 0.800))
     src.host_points = dict

@@ -31,9 +31,11 @@ since FILE was measured), on a GPU of FILE's model with FILE's software and prec
 plus the new ones, the run named under the device block's ``merges``.  On a GPU it also measures the busy times
 (below) of FILE's points that lack them, keeping their measured times.
 
-Busy times: after a layer, matmul, attention or whole-step point is timed, three more iterations run under
-``torch.profiler`` and the seconds its kernels, copies and memsets kept the device busy are saved beside the
-measured times (``busy_fwd_s``, ``busy_bwd_s``, ``busy_seconds``...).  Where the host issues work slower than
+Busy times: once every point is timed, each layer, matmul, attention and whole-step point runs three more
+iterations under ``torch.profiler`` and the seconds its kernels, copies and memsets kept the device busy are
+saved beside the measured times (``busy_fwd_s``, ``busy_bwd_s``, ``busy_seconds``...): a second pass, so that no
+point is timed in a process a profiler already ran in (a finished profile can leave CUPTI attached,
+pytorch/pytorch#144455).  Where the host issues work slower than
 the GPU runs it (a small layer timed alone), the measured interval is the host's; the busy time is the device's.
 
 Interrupted (Ctrl-C, SIGTERM), it stops between points and saves what it measured, marked as interrupted.

@@ -13,6 +13,10 @@ measured is what a user's eager loop spends, host gaps included:
 * one synchronise after the window; each phase's time is the median over the timed iterations (scaled so that
   the phases sum to the median iteration).
 
+On CUDA the busy times of layer, matmul, attention and step points (:func:`busy_phases`, under
+``torch.profiler``) are read in a second pass after every point is timed (:func:`measure`), so that no point is
+timed in a process a profiler has run in.
+
 On CPU there are no events: each phase is timed with the host clock (CPU work runs in the calling thread).
 Gradients are set to None after each iteration (``zero_grad(set_to_none=True)``: the first micro-batch of a
 step).  Each point builds its own module and inputs and frees them (``torch.cuda.empty_cache()``) before the
@@ -27,6 +31,7 @@ a 1 GiB device-to-device copy's rate (read + write bytes: the bandwidth memory-b
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import sys
@@ -180,8 +185,11 @@ def split_busy(events: list[tuple[int, int, str]], n_phases: int, iterations: in
 class _Ctx:
     """What every point needs: device, autocast, compile."""
 
-    def __init__(self, device: torch.device, precision: str, software: str) -> None:
+    def __init__(self, device: torch.device, precision: str, software: str, busy: bool = True) -> None:
         self.device, self.software = device, software
+        self.busy = busy
+        """Whether a point reads its busy time under the profiler right after it is timed (:func:`_busy`);
+        :func:`measure` and :func:`host_ratios` time without it (see :func:`measure`)."""
         self.autocast = precision == "bf16"
         self.dtype = torch.bfloat16 if self.autocast else torch.float32
 
@@ -212,7 +220,9 @@ def _none_grads(*tensors_or_modules) -> None:
 
 def _busy(ctx: _Ctx, phases: list[Callable[[], Any]], keys: tuple[str, ...]) -> dict[str, float]:
     """``busy_<key>`` of each phase (:func:`busy_phases`); empty off CUDA, or where the profiler lost its
-    markers (said on stderr: the point keeps its measured times)."""
+    markers (said on stderr: the point keeps its measured times); empty where ``ctx.busy`` is off."""
+    if not ctx.busy:
+        return {}
     try:
         got = busy_phases(phases, ctx.device)
     except RuntimeError as exc:
@@ -239,11 +249,10 @@ def _layer_work(ctx: _Ctx, s: LayerShape) -> list[Callable[[], Any]]:
     return [fwd, bwd]
 
 
-def _layer(ctx: _Ctx, s: LayerShape, expected: float, busy: bool = True) -> dict[str, Any]:
-    """One layer's forward and backward timed and (``busy``) their busy times read under the profiler after."""
+def _layer(ctx: _Ctx, s: LayerShape, expected: float) -> dict[str, Any]:
     phases = _layer_work(ctx, s)
     f, b = time_phases(phases, ctx.device, *ctx.reps("layer", expected))
-    return {"fwd_s": f, "bwd_s": b, **(_busy(ctx, phases, ("fwd_s", "bwd_s")) if busy else {})}
+    return {"fwd_s": f, "bwd_s": b, **_busy(ctx, phases, ("fwd_s", "bwd_s"))}
 
 
 def _kernels_work(ctx: _Ctx, s: LayerShape) -> list[Callable[[], Any]]:
@@ -352,8 +361,7 @@ def _step_work(ctx: _Ctx, st: StepShape) -> tuple[list[Callable[[], Any]], int]:
     return [step], sum(p.numel() for p in model.parameters())
 
 
-def _step(ctx: _Ctx, st: StepShape, expected: float, busy: bool = True) -> dict[str, Any]:
-    """A whole step timed, its peaks and (``busy``) its busy time read under the profiler after the timing."""
+def _step(ctx: _Ctx, st: StepShape, expected: float) -> dict[str, Any]:
     dev = ctx.device
     phases, params = _step_work(ctx, st)
     if dev.type == "cuda":
@@ -365,18 +373,13 @@ def _step(ctx: _Ctx, st: StepShape, expected: float, busy: bool = True) -> dict[
         out["peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved(dev))
     else:
         out["peak_allocated_bytes"] = out["peak_reserved_bytes"] = 0
-    if not busy:
-        return out
     return {**out, **_busy(ctx, phases, ("seconds",))}  # after the peaks: the profiler's pass is not the step's
 
 
-def step_seconds(ctx: _Ctx, layer: LayerShape, vocab: int, layers: int, loss: str = "upcast",
-                 busy: bool = True) -> float:
-    """One whole step (:func:`_step`) of ``layers`` layers of ``layer``, timed as a profile point is (``busy``:
-    with the profile's busy pass after it, as ``gpucomm measure`` runs it; benchmarks/cupti_linger.py asks
-    whether that pass slows what the process times afterwards)."""
+def step_seconds(ctx: _Ctx, layer: LayerShape, vocab: int, layers: int, loss: str = "upcast") -> float:
+    """One whole step (:func:`_step`) of ``layers`` layers of ``layer``, timed as a profile point is."""
     st = StepShape(layer=layer, vocab=vocab, layers=layers, loss=loss)
-    return _step(ctx, st, expected_s("step", st, Rates()), busy=busy)["seconds"]
+    return _step(ctx, st, expected_s("step", st, Rates()))["seconds"]
 
 
 _MEASURE = {"layer": _layer, "kernels": _kernels, "attention": _attention, "embedding": _embedding,
@@ -429,9 +432,15 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
             progress: Callable[[str], None] | None = None,
             have: frozenset[tuple[str, str]] = frozenset()) -> ComputeProfile:
     """Time every point of ``grid`` on ``device`` (but those whose :func:`point_key` is in ``have``) and return
-    the profile (module docstring)."""
+    the profile (module docstring).
+
+    Every point is timed first, then the busy times of those of :data:`_WORK`'s kinds are read in a second pass
+    (:func:`fill_busy`, each point built, warmed and settled again): a finished ``torch.profiler`` pass can
+    leave CUPTI attached to the process (Kineto tears it down only with ``TEARDOWN_CUPTI=1``,
+    pytorch/pytorch#144455), and the points timed after one would carry its cost where a user's training does
+    not — a host-bound point most.  An interrupt in either pass keeps what was done."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
-    ctx = _Ctx(device, precision, software)
+    ctx = _Ctx(device, precision, software, busy=False)
     info = device_info(device)
     todo = [(kind, shape) for kind, shape in work(grid) if point_key(kind, shape.key()) not in have]
     say(f"measure: {info['name']}" + (f", {info.get('power_limit_w', 0):g} W, SM {info.get('sm_clock_sustained_mhz')}"
@@ -468,10 +477,16 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
         info["settle_s"] = dict(SETTLE_S)
     if skipped:
         info["skipped"] = skipped
+    prof = ComputeProfile(device=info, software=software, precision=precision, grid=grid_name, env=dict(env or {}),
+                          points=points)
+    if "interrupted" not in info:  # the busy pass, after every point is timed (docstring)
+        points, _, complete = fill_busy(prof, device, progress, kinds=tuple(_WORK))
+        if not complete:
+            info["busy_interrupted"] = True
+        prof = dataclasses.replace(prof, points=points)
     info["measure_s"] = round(time.perf_counter() - t0, 1)
     say(f"measure: done in {info['measure_s']:.0f} s" + (f"; {len(skipped)} points left out" if skipped else ""))
-    return ComputeProfile(device=info, software=software, precision=precision, grid=grid_name, env=dict(env or {}),
-                          points=points)
+    return prof
 
 
 
@@ -499,17 +514,18 @@ FILL_KINDS = ("layer", "kernels", "attention")
 busy time is recorded when the step is measured, not read by the lookups)."""
 
 
-def fill_busy(profile: ComputeProfile, device: torch.device, progress: Callable[[str], None] | None = None
-              ) -> tuple[dict[str, list[dict[str, Any]]], int, bool]:
-    """``profile``'s points with the busy times (:func:`busy_phases`) of those of :data:`FILL_KINDS` that lack
-    them, measured here (``gpucomm measure --merge`` of a profile measured before busy times were recorded);
-    how many were measured; and whether every one was (an interrupt stops between points: those done are kept).
+def fill_busy(profile: ComputeProfile, device: torch.device, progress: Callable[[str], None] | None = None,
+              kinds: tuple[str, ...] = ()) -> tuple[dict[str, list[dict[str, Any]]], int, bool]:
+    """``profile``'s points with the busy times (:func:`busy_phases`) of those of ``kinds`` (default
+    :data:`FILL_KINDS`) that lack them, measured here (:func:`measure`'s second pass; ``gpucomm measure --merge``
+    of a profile measured before busy times were recorded); how many were measured; and whether every one was
+    (an interrupt stops between points: those done are kept).
     Each point is built, warmed and settled as when it was timed; its measured times are kept.  A point that
     runs out of memory or fails keeps its times without busy times."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     ctx = _Ctx(device, profile.precision, profile.software)
     points = {k: [dict(r) for r in v] for k, v in profile.points.items()}
-    todo = [(kind, row) for kind in FILL_KINDS for row in points.get(kind, [])
+    todo = [(kind, row) for kind in (kinds or FILL_KINDS) for row in points.get(kind, [])
             if any(f"busy_{k}" not in row for k in _WORK[kind][1])]
     if device.type != "cuda" or not todo:
         return points, 0, True
@@ -565,7 +581,7 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
     profile's and the whole steps at 1.15x, Llama's at 1.12x and 0.81x
     (benchmarks/results/host-probe-r2_h200x1_2026-12-04.txt).  Why per mode: see
     :meth:`ProfileSource.host_steps`.  A step here that the device paces (a fast host) reads the device's time,
-    which overstates this host's, never understates it.  Without the profile's busy passes (``busy=False``):
+    which overstates this host's, never understates it.  Without the profile's busy passes (``_Ctx.busy``):
     the probe needs the times alone, and a finished ``torch.profiler`` pass can leave CUPTI attached to the
     process (pytorch/pytorch#144455) — the host it reads is the one a training process without a profiler has.
 
@@ -590,7 +606,7 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
         if here_name != prof.gpu:
             raise ProfileError(f"--host this: the profile was measured on {prof.gpu} and this machine's GPU is "
                                f"{here_name}; run it where the profile's GPU is, or leave --host out")
-    ctx = _Ctx(device, prof.precision, prof.software)
+    ctx = _Ctx(device, prof.precision, prof.software, busy=False)
     times: dict[tuple[str, str, int], list[float]] = {}
     t0 = time.perf_counter()
     for _ in range(max(1, repeats)):
@@ -598,11 +614,11 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
             if key in steps:
                 for r in steps[key][:2]:
                     got = step_seconds(ctx, layer_shape_of(r["layer"]), r["vocab"], r["layers"],
-                                       r.get("loss", "upcast"), busy=False)
+                                       r.get("loss", "upcast"))
                     times.setdefault((*key, r["layers"]), []).append(got)
             else:
                 s = layer_shape_of(points[key[0]])
-                got = _layer(ctx, s, expected_s("layer", s, Rates()), busy=False)
+                got = _layer(ctx, s, expected_s("layer", s, Rates()))
                 times.setdefault((*key, 0), []).append(got["fwd_s"] + got["bwd_s"])
             if device.type == "cuda":
                 torch.cuda.empty_cache()
