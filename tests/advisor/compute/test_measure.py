@@ -106,6 +106,25 @@ def test_busy_times_are_for_cuda_only_and_a_cpu_merge_fills_none():
     assert filled == 0 and complete and points == p.points
 
 
+def test_measure_times_every_point_before_any_profiler_pass(monkeypatch):
+    """No point is timed in a process the profiler already ran in (a finished profile can leave CUPTI attached,
+    pytorch/pytorch#144455): measure times every point with no busy pass between them, then reads the busy
+    times of its layer, matmul, attention and step points in one pass after the last."""
+    calls: list = []
+    timed = measure.time_phases
+    monkeypatch.setattr(measure, "time_phases", lambda *a, **k: (calls.append("time"), timed(*a, **k))[1])
+    monkeypatch.setattr(measure, "busy_phases", lambda *a, **k: calls.append("profiler"))
+
+    def fill(prof, device, progress=None, kinds=()):
+        calls.append(("busy pass", kinds))
+        return prof.points, 0, True
+
+    monkeypatch.setattr(measure, "fill_busy", fill)
+    measure.measure(_grid(), torch.device("cpu"), precision="fp32", grid_name="t", progress=lambda _: None)
+    assert calls[-1] == ("busy pass", ("layer", "kernels", "attention", "step"))
+    assert calls[:-1] and set(calls[:-1]) == {"time"}
+
+
 @requires_gpus(1)
 def test_busy_times_on_cuda_are_the_devices_share_of_each_measured_phase():
     """Each layer, matmul, attention and step point gets busy times, no longer than its measured phases (the
