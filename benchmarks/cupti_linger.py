@@ -58,7 +58,7 @@ def worker(mode: str, hardware: str, repeats: int) -> dict[str, float]:
         raise SystemExit(2)
     src = profile.ProfileSource(prof)
     ctx = measure._Ctx(torch.device("cuda", torch.cuda.current_device()), prof.precision, prof.software,
-                       busy=False)
+                       busy=False, window_s=measure.HOST_WINDOW_S)  # timed as the probe times
     steps = {fam: v for (fam, m), v in src.host_steps().items() if m == "op"}
     if mode != "clean":
         if mode == "teardown":
@@ -76,7 +76,7 @@ def worker(mode: str, hardware: str, repeats: int) -> dict[str, float]:
         for fam, (a, b, _) in sorted(steps.items()):
             for r in (a, b):
                 t = measure.step_seconds(ctx, layer_shape_of(r["layer"]), r["vocab"], r["layers"],
-                                         r.get("loss", "upcast"))
+                                         r.get("loss", "upcast"), expected=r["seconds"])
                 times.setdefault((fam, r["layers"]), []).append(t)
             torch.cuda.empty_cache()
     out = {}

@@ -218,8 +218,8 @@ def test_host_ratios_read_this_hosts_marginal_as_the_profile_reads_its_own(monke
     timed = {2: 0.100, 8: 0.400}
     asked = []
 
-    def step_seconds(ctx, layer, vocab, layers, loss="upcast"):
-        asked.append(ctx.busy)
+    def step_seconds(ctx, layer, vocab, layers, loss="upcast", expected=None):
+        asked.append((ctx.busy, ctx.window_s, expected))
         return timed[layers]
 
     monkeypatch.setattr(measure, "step_seconds", step_seconds)
@@ -229,7 +229,8 @@ def test_host_ratios_read_this_hosts_marginal_as_the_profile_reads_its_own(monke
     here = src.marginal_s(a["layer"], a["vocab"], (2, 0.100), (8, 0.400))
     assert ratios[("gpt", "op")] == pytest.approx(here / 0.01)
     assert f"one round's {here * 1e3:.2f}-{here * 1e3:.2f})" in line  # each round's own marginal, said
-    assert asked == [False, False]  # the times alone: no profiler pass left behind in the process
+    # the times alone (no profiler pass left behind in the process), each step's window sized by its time there
+    assert asked == [(False, measure.HOST_WINDOW_S, r["seconds"]) for r in (a, b)]
     assert here < 0.300 / 6  # the optimizer's share of the extra layers is out
 
 
@@ -255,7 +256,7 @@ def test_host_ratios_read_each_mode_from_its_own_steps(monkeypatch):
     full = [dict(r, layer={**r["layer"], "ac": "full"}) for r in (a, b)]
     timed = {("op", 2): 0.100, ("op", 8): 0.400, ("full", 2): 0.200, ("full", 8): 0.800}
     monkeypatch.setattr(measure, "step_seconds",
-                        lambda ctx, layer, vocab, layers, loss="upcast": timed[(layer.ac, layers)])
+                        lambda ctx, layer, vocab, layers, loss="upcast", expected=None: timed[(layer.ac, layers)])
     op_here = src.marginal_s(a["layer"], a["vocab"], (2, 0.100), (8, 0.400))
     full_here = src.marginal_s(full[0]["layer"], a["vocab"], (2, 0.200), (8, 0.800))
     src.host_points = dict
@@ -289,3 +290,14 @@ def test_host_ratios_on_the_shipped_profiles_gpu():
     assert set(ratios) == {(fam, mode) for fam in ("gpt", "llama") for mode in profile.PROBED_MODES}, ratios
     assert all(0.05 < r < 20 for r in ratios.values()), ratios
     assert "ms in the profile" in line and "a layer here" in line  # the whole op steps, timed again
+
+
+def test_a_timing_window_sets_the_least_seconds_of_timed_iterations():
+    """A context with ``window_s`` (the probe's) times at least that long by the expected time of one iteration,
+    never fewer iterations than a profile point, at most 200; without one, a profile point's count."""
+    cuda = torch.device("cuda", 0)  # reps reads the device's type only
+    assert measure._Ctx(cuda, "bf16", "eager").reps("step", 0.012) == (2, 5, 0.4)
+    probe = measure._Ctx(cuda, "bf16", "eager", window_s=0.3)
+    assert probe.reps("step", 0.012) == (2, 25, 0.4)
+    assert probe.reps("step", 0.2) == (1, 3, 0.4)
+    assert probe.reps("step", 1e-6) == (2, 200, 0.4)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import statistics
 import sys
 import time
@@ -59,7 +60,7 @@ from gpucomm.advisor.compute.shapes import (
     work,
 )
 
-__all__ = ["FILL_KINDS", "HOST_REPEATS", "busy_phases", "device_info", "fill_busy", "host_ratios",
+__all__ = ["FILL_KINDS", "HOST_REPEATS", "HOST_WINDOW_S", "busy_phases", "device_info", "fill_busy", "host_ratios",
            "measure", "point_key", "split_busy", "time_phases"]
 
 
@@ -185,11 +186,15 @@ def split_busy(events: list[tuple[int, int, str]], n_phases: int, iterations: in
 class _Ctx:
     """What every point needs: device, autocast, compile."""
 
-    def __init__(self, device: torch.device, precision: str, software: str, busy: bool = True) -> None:
+    def __init__(self, device: torch.device, precision: str, software: str, busy: bool = True,
+                 window_s: float = 0.0) -> None:
         self.device, self.software = device, software
         self.busy = busy
         """Whether a point reads its busy time under the profiler right after it is timed (:func:`_busy`);
         :func:`measure` and :func:`host_ratios` time without it (see :func:`measure`)."""
+        self.window_s = window_s
+        """On CUDA, the least seconds of timed iterations (by the expected time of one; 0: :func:`repeats`'
+        count alone) — :data:`HOST_WINDOW_S` for the probe."""
         self.autocast = precision == "bf16"
         self.dtype = torch.bfloat16 if self.autocast else torch.float32
 
@@ -206,7 +211,10 @@ class _Ctx:
         """(warm-up iterations, timed iterations, settling seconds) of a point of ``kind``."""
         if self.device.type != "cuda":
             return 1, 3, 0.0
-        return (*repeats(expected_s), SETTLE_S[kind])
+        warm, timed = repeats(expected_s)
+        if self.window_s > 0 and expected_s > 0:
+            timed = max(timed, min(200, math.ceil(self.window_s / expected_s)))
+        return warm, timed, SETTLE_S[kind]
 
 
 def _none_grads(*tensors_or_modules) -> None:
@@ -376,10 +384,13 @@ def _step(ctx: _Ctx, st: StepShape, expected: float) -> dict[str, Any]:
     return {**out, **_busy(ctx, phases, ("seconds",))}  # after the peaks: the profiler's pass is not the step's
 
 
-def step_seconds(ctx: _Ctx, layer: LayerShape, vocab: int, layers: int, loss: str = "upcast") -> float:
-    """One whole step (:func:`_step`) of ``layers`` layers of ``layer``, timed as a profile point is."""
+def step_seconds(ctx: _Ctx, layer: LayerShape, vocab: int, layers: int, loss: str = "upcast",
+                 expected: float | None = None) -> float:
+    """One whole step (:func:`_step`) of ``layers`` layers of ``layer``, timed as a profile point is;
+    ``expected``: the seconds one is expected to take (default: :func:`expected_s`'s planning estimate), which
+    sizes its timed window."""
     st = StepShape(layer=layer, vocab=vocab, layers=layers, loss=loss)
-    return _step(ctx, st, expected_s("step", st, Rates()))["seconds"]
+    return _step(ctx, st, expected if expected else expected_s("step", st, Rates()))["seconds"]
 
 
 _MEASURE = {"layer": _layer, "kernels": _kernels, "attention": _attention, "embedding": _embedding,
@@ -556,6 +567,14 @@ def fill_busy(profile: ComputeProfile, device: torch.device, progress: Callable[
     return points, done, True
 
 
+HOST_WINDOW_S = 0.3
+"""Least seconds of timed iterations of each of the probe's steps (:func:`host_ratios`), sized by the profile's
+own time of that step.  A profile point's window is 5 iterations — 60 ms for the 2-layer GPT ``op`` step of
+12 ms — and on a lent H200 the probe's reading moved 0.78-1.29x between probes seconds apart while the step it
+was to price (gpt-1.3b ``op``, 10 timed steps of ~115 ms, a 1.2 s window) held 113.3-117.6 ms
+(benchmarks/results/host-adjacent_h200x1_2026-12-04.txt): a host burst of a tenth of a second sets a 60 ms
+median, not a 1 s one.  0.3 s keeps the probe's five rounds near the 15-23 s it took with busy passes."""
+
 HOST_REPEATS = 5
 """Rounds of :func:`host_ratios`' timings, (family, mode) readings interleaved, the median of each.  One H200 machine's host
 moved back-to-back single timings of one probe by up to 1.6x within a minute (0.83-1.36,
@@ -606,7 +625,7 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
         if here_name != prof.gpu:
             raise ProfileError(f"--host this: the profile was measured on {prof.gpu} and this machine's GPU is "
                                f"{here_name}; run it where the profile's GPU is, or leave --host out")
-    ctx = _Ctx(device, prof.precision, prof.software, busy=False)
+    ctx = _Ctx(device, prof.precision, prof.software, busy=False, window_s=HOST_WINDOW_S)
     times: dict[tuple[str, str, int], list[float]] = {}
     t0 = time.perf_counter()
     for _ in range(max(1, repeats)):
@@ -614,7 +633,7 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
             if key in steps:
                 for r in steps[key][:2]:
                     got = step_seconds(ctx, layer_shape_of(r["layer"]), r["vocab"], r["layers"],
-                                       r.get("loss", "upcast"))
+                                       r.get("loss", "upcast"), expected=r["seconds"])
                     times.setdefault((*key, r["layers"]), []).append(got)
             else:
                 s = layer_shape_of(points[key[0]])
