@@ -20,7 +20,7 @@ cases.  The prediction comes through the advisor's CLI contract, one call per ca
 (``step_time_s``, ``memory_allocated_bytes``, ``memory_reserved_bytes`` of its first row).  ``--host this``
 (this script's default where the cases run on a GPU: the steps run on this machine, so its host paces the
 host-bound ones) prices a host-paced step with this machine's host instead of the profile's: the advisor times
-the profile's host-paced whole op steps (2 and 8 layers) again on this GPU (five rounds, up to 23 s) and prices
+the profile's host-paced whole op steps (2 and 8 layers) again on this GPU (five rounds; its assumption line says how long it took) and prices
 this host's marginal time a layer.  That is
 not calibration — it times none of the cases, only the profile's own points — and the script times the same
 probe again after the cases, to show how far the host moved meanwhile.  The probe runs in a child process,

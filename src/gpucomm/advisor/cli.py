@@ -46,9 +46,9 @@ against ``--hardware``: a profile of another GPU is a usage error), else the one
 from it for the H100 SXM — and from the datasheet otherwise, said in the answer ("compute not measured").
 A step an eager host paces takes the host's time, and hosts differ (one step ran 102 and 173 ms on two H200
 machines): ``--host profile`` (default) prices the host that measured the profile, ``--host this`` times again
-on this machine's GPU (the same model; five rounds, up to 23 s on the H200, said in the answer) what priced the
-profile's host — its whole ``op`` steps of 2 and 8 layers — and prices this host's marginal time a layer, for
-every checkpointing mode.
+on this machine's GPU (the same model; five rounds, each step timed for at least 0.3 s; the answer says how
+long it took) what priced the profile's host — its whole ``op`` steps of 2 and 8 layers — and prices this
+host's marginal time a layer, for every checkpointing mode.
 
 Hardware: ``--list-hardware`` prints every profile and network with its figures and their public sources.
 ``--calibrate DIR...`` fits a profile from ``gpucomm bench`` and ``gpucomm train`` records (collectives as
@@ -177,7 +177,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     hw.add_argument("--host", default="profile",
                     help="whose host paces an eager step: profile (default: the machine that measured the compute "
                          "profile) or this (time the profile's host-paced op steps again on this machine's GPU, "
-                         "up to 23 s on the H200)")
+                         "its answer says how long it took)")
     out = p.add_argument_group("output")
     out.add_argument("--strategies", help="named strategies to price, comma-separated: single, dp, replicated, "
                                           "ddp, zero1, zero2, zero3, fsdp")
