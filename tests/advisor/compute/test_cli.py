@@ -36,6 +36,33 @@ def test_merge_measures_only_the_points_a_profile_lacks_and_adds_them(tmp_path, 
     assert profile.load(tmp_path / "again.json").points == q.points
 
 
+def test_an_interrupted_merge_says_so_in_its_run_and_fills_no_more_busy_times(tmp_path, monkeypatch):
+    """A merge whose measuring (or whose busy pass) was interrupted records that in its run under
+    ``device["merges"]``, and does not go on to fill the busy times of the older points."""
+    from gpucomm.advisor.compute import measure
+
+    full = tmp_path / "cpu.json"
+    assert cli.main(["measure", "--device", "cpu", "--out", str(full)]) == 0
+    p = profile.load(full)
+    p.points["step"] = []
+    old = tmp_path / "old.json"
+    profile.save(p, old)
+    real, filled = measure.measure, []
+
+    def busy_stopped(*a, **k):
+        got = real(*a, **k)
+        got.device["busy_interrupted"] = True  # as a Ctrl-C during measure's own busy pass leaves it
+        filled.clear()
+        return got
+
+    monkeypatch.setattr(measure, "measure", busy_stopped)
+    monkeypatch.setattr(measure, "fill_busy", lambda prof, *a, **k: (filled.append(prof), (prof.points, 0, True))[1])
+    merged = tmp_path / "merged.json"
+    assert cli.main(["measure", "--device", "cpu", "--merge", str(old), "--out", str(merged)]) == 0
+    assert profile.load(merged).device["merges"][-1]["busy_interrupted"] is True
+    assert filled == []  # the older points' busy times are not filled after the interrupt
+
+
 def test_merge_refuses_a_profile_measured_another_way(tmp_path, capsys):
     path = tmp_path / "cpu.json"
     assert cli.main(["measure", "--device", "cpu", "--out", str(path)]) == 0

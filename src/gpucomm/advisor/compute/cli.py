@@ -150,7 +150,8 @@ def _merged(base, new, host: dict[str, Any]):
     run = {"created": new.env.get("created"), "points": {k: len(v) for k, v in new.points.items() if v},
            "cpu_model": host.get("cpu_model"), "measure_s": new.device.get("measure_s"),
            "sm_clock_sustained_mhz": new.device.get("sm_clock_sustained_mhz"),
-           **({"skipped": new.device["skipped"]} if new.device.get("skipped") else {})}
+           **({"skipped": new.device["skipped"]} if new.device.get("skipped") else {}),
+           **{k: new.device[k] for k in ("interrupted", "busy_interrupted") if new.device.get(k)}}
     device = {**base.device, "merges": [*base.device.get("merges", []), run]}
     return replace(base, points=points, device=device, source="")
 
@@ -239,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
         prof = measure.measure(grid, device, software=args.software, precision=precision, grid_name=grid_name,
                                env=asdict(env), have=have)
         if base is not None:
-            stopped = "interrupted" in prof.device
+            stopped = "interrupted" in prof.device or prof.device.get("busy_interrupted", False)
             prof = _merged(base, prof, env.host)
             if not stopped:  # FILE's points measured before busy times were recorded get them here
                 points, filled, complete = measure.fill_busy(prof, device)
