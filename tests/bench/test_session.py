@@ -67,5 +67,8 @@ def test_a_run_ends_with_its_answer_in_at_most_five_lines(tmp_path, cols):
     joined = [" ".join(x.strip() for x in tail[a:b]) for a, b in zip(starts, [*starts[1:], len(tail)], strict=True)]
     assert joined == expected
     text = " ".join(joined)  # a verdict per pair, over the ops of the run (on CPU or GPU: whichever wins)
-    assert "gpucomm.dist" in text and "report.md" in text and " ops" in text
+    assert "gpucomm.dist" in text
+    # condensed (not every op of the run named), the answer says where each op's detail is; on a loaded
+    # machine many rows are too noisy, the noisy ops share one clause and every op fits by name
+    assert all(op in text for op in {r.op for r in rows}) or ("report.md" in text and " ops" in text), text
     assert any(verdict in text for verdict in ("faster at", "slower at", "mixed at", "on par at")), text
