@@ -573,11 +573,13 @@ own time of that step.  A profile point's window is 5 iterations — 60 ms for t
 12 ms — and on a lent H200 the probe's reading moved 0.78-1.29x between probes seconds apart while the step it
 was to price (gpt-1.3b ``op``, 10 timed steps of ~115 ms, a 1.2 s window) held 113.3-117.6 ms
 (benchmarks/results/host-adjacent_h200x1_2026-12-04.txt): a host burst of a tenth of a second sets a 60 ms
-median, not a 1 s one.  0.3 s keeps the probe's five rounds near the 15-23 s it took with busy passes."""
+median, not a 1 s one.  The probe took 15-23 s with 60 ms windows and a busy pass after each step; 0.3 s
+windows without the passes are meant to keep it there (not yet timed on a GPU: its assumption line says how
+long it took)."""
 
 HOST_REPEATS = 5
-"""Rounds of :func:`host_ratios`' timings, (family, mode) readings interleaved, the median of each.  One H200 machine's host
-moved back-to-back single timings of one probe by up to 1.6x within a minute (0.83-1.36,
+"""Rounds of :func:`host_ratios`' timings, (family, mode) readings interleaved, the median of each.  One H200
+machine's host moved back-to-back single timings of one probe by up to 1.6x within a minute (0.83-1.36,
 benchmarks/results/gpu-logs-r9_h200x1_2026-12-04/host-probe.txt); the median of five is what a neighbour's burst
 of load does not set alone."""
 
@@ -598,8 +600,8 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
     Why the steps: the host time the model prices is a layer's marginal inside whole steps, and an isolated
     layer is not a steady proxy for it — on one H200 machine the isolated point read GPT's host at 0.84x the
     profile's and the whole steps at 1.15x, Llama's at 1.12x and 0.81x
-    (benchmarks/results/host-probe-r2_h200x1_2026-12-04.txt).  Why per mode: see
-    :meth:`ProfileSource.host_steps`.  A step here that the device paces (a fast host) reads the device's time,
+    (benchmarks/results/host-probe-r2_h200x1_2026-12-04.txt).  Which modes are read:
+    :data:`~gpucomm.advisor.compute.profile.PROBED_MODES`.  A step here that the device paces (a fast host) reads the device's time,
     which overstates this host's, never understates it.  Without the profile's busy passes (``_Ctx.busy``):
     the probe needs the times alone, and a finished ``torch.profiler`` pass can leave CUPTI attached to the
     process (pytorch/pytorch#144455) — the host it reads is the one a training process without a profiler has.
