@@ -342,9 +342,9 @@ class ProfileSource:
                              assumptions=[*self._assumptions, line], host_scale=ratios)
 
     def host_ratio(self, family: str, ac: str) -> float:
-        """This host's time over the profile's for layers of ``family`` with checkpointing ``ac``: its own reading,
-        else the family's ``op`` reading (an eager host's work scales with its CPU whatever the mode; the mode's
-        own reading is preferred because the modes issue different Python — see :meth:`host_steps`), else 1."""
+        """This host's time over the profile's for layers of ``family`` with checkpointing ``ac``: the mode's own
+        reading where the probe read it, else the family's ``op`` reading (an eager host's work scales with its
+        CPU whatever the mode; priced better than each mode's own small steps, :data:`PROBED_MODES`), else 1."""
         return self.host_scale.get((family, ac), self.host_scale.get((family, "op"), 1.0))
 
     def host_points(self) -> dict[str, dict[str, Any]]:
