@@ -16,7 +16,7 @@ Each worker process times, on a GPU of the shipped profile's model, the probe's 
 
 * ``clean``: nothing else ran in the process;
 * ``linger``: one busy pass (``busy_phases``) over the 2-layer step first, with CUPTI left as Kineto leaves it;
-* ``teardown``: the same pass with ``TEARDOWN_CUPTI=1`` set before it.
+* ``teardown``: the same pass in a process started with ``TEARDOWN_CUPTI=1``.
 
 The driver runs ``--rounds`` x the three conditions as separate processes, interleaved (the host moves within
 seconds on lent machines: benchmarks/results/host-adjacent_h200x1_2026-12-04.txt), and prints each process's
@@ -60,9 +60,7 @@ def worker(mode: str, hardware: str, repeats: int) -> dict[str, float]:
     ctx = measure._Ctx(torch.device("cuda", torch.cuda.current_device()), prof.precision, prof.software,
                        busy=False, window_s=measure.HOST_WINDOW_S)  # timed as the probe times
     steps = {fam: v for (fam, m), v in src.host_steps().items() if m == "op"}
-    if mode != "clean":
-        if mode == "teardown":
-            os.environ["TEARDOWN_CUPTI"] = "1"
+    if mode != "clean":  # teardown: the driver started this process with TEARDOWN_CUPTI=1 (read by Kineto)
         a = next(iter(steps.values()))[0]
         st = StepShape(layer=layer_shape_of(a["layer"]), vocab=a["vocab"], layers=a["layers"],
                        loss=a.get("loss", "upcast"))
@@ -127,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.rounds):
             for mode in (MODES if i % 2 == 0 else MODES[::-1]):  # each condition early and late in turn
                 run = subprocess.run([sys.executable, __file__, "--worker", mode, "--hardware", args.hardware,
-                                      "--repeats", str(args.repeats)], capture_output=True, text=True, env=env,
-                                     timeout=300)
+                                      "--repeats", str(args.repeats)], capture_output=True, text=True,
+                                     env={**env, "TEARDOWN_CUPTI": "1"} if mode == "teardown" else env, timeout=300)
                 if run.returncode != 0:
                     say(f"| {i} | {mode} | worker failed (exit {run.returncode}): "
                         f"{(run.stderr.strip().splitlines() or ['?'])[-1]} |")
