@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call (~7 min): does a finished torch.profiler pass slow later host work, and the single-GPU check
 # with the probe that runs no profiler, in a child process (benchmarks/advisor_single_gpu.py since 2e74b29):
-#   1. benchmarks/cupti_linger.py --rounds 4: fresh processes, the probe's op steps clean / after a busy pass /
+#   1. benchmarks/cupti_linger.py --rounds 3 (about 15 s a worker, 9 workers): fresh processes, the probe's op steps clean / after a busy pass /
 #      after one with TEARDOWN_CUPTI=1, interleaved;
 #   2. benchmarks/advisor_single_gpu.py, its thirteen cases (--host this: the child-process probe);
 #   3. the five unseen shapes (benchmarks/gpu/unseen_cases.sh).
@@ -16,7 +16,7 @@ export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
 source "$(dirname "$0")/unseen_cases.sh"
 t0=$SECONDS
 lscpu > "$W/lscpu.txt" 2>&1
-timeout -s INT 200 python3 benchmarks/cupti_linger.py --rounds 4 --out "$W/cupti-linger_h200x1_$D.txt" \
+timeout -s INT 220 python3 benchmarks/cupti_linger.py --rounds 3 --out "$W/cupti-linger_h200x1_$D.txt" \
     > "$W/cupti-linger.log" 2>&1; echo "cupti_linger rc=$? at $((SECONDS - t0)) s" | tee -a "$W/README.txt"
 timeout 200 python3 benchmarks/advisor_single_gpu.py --out "$W/advisor-single-gpu-${R}_h200x1_$D.txt" \
     > "$W/single.log" 2>&1; echo "single rc=$? at $((SECONDS - t0)) s" | tee -a "$W/README.txt"
