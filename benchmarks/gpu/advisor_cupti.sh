@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device call (~7 min): does a finished torch.profiler pass slow later host work, and the single-GPU check
 # with the probe that runs no profiler, in a child process (benchmarks/advisor_single_gpu.py since 2e74b29):
-#   1. benchmarks/cupti_linger.py --rounds 3 (about 15 s a worker, 9 workers): fresh processes, the probe's op steps clean / after a busy pass /
-#      after one with TEARDOWN_CUPTI=1, interleaved;
+#   1. benchmarks/cupti_linger.py --rounds 3 (9 fresh processes of about 15 s each, estimated): the probe's op
+#      steps clean / after a busy pass / after one with TEARDOWN_CUPTI=1, interleaved;
 #   2. benchmarks/advisor_single_gpu.py, its thirteen cases (--host this: the child-process probe);
 #   3. the five unseen shapes (benchmarks/gpu/unseen_cases.sh).
 # If cupti_linger shows the pass slowing the op steps, the shipped profile's whole steps (timed the old way, a
