@@ -449,7 +449,10 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
     (:func:`fill_busy`, each point built, warmed and settled again): a finished ``torch.profiler`` pass can
     leave CUPTI attached to the process (Kineto tears it down only with ``TEARDOWN_CUPTI=1``,
     pytorch/pytorch#144455), and the points timed after one would carry its cost where a user's training does
-    not — a host-bound point most.  An interrupt in either pass keeps what was done."""
+    not — a host-bound point most.  The second pass builds and settles each point again: on the H200 the busy
+    times of the shipped grid's 558 layer, matmul and attention points took 268 s that way
+    (benchmarks/results/gpu-logs-r16_h200x1_2026-12-04/measure-merge.txt).  An interrupt in either pass keeps
+    what was done."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     ctx = _Ctx(device, precision, software, busy=False)
     info = device_info(device)
