@@ -373,10 +373,17 @@ def predict(c: Case, hardware: str, host: str = "profile") -> dict:
     return row
 
 
-def _probe(hardware: str) -> dict:
-    """The advisor's ``--host this`` probe (:func:`gpucomm.advisor.compute.measure.host_ratios`) on the profile
-    shipped for ``hardware``, here: ``readings`` as :func:`host_readings` keys them (seconds a layer here, from
-    whole steps), ``line`` (the advisor's assumption line) and ``said`` (the ratios in words)."""
+def host_times(src) -> dict[str, float]:
+    """The host time a layer ``src`` (a ``ProfileSource``) prices for each (family, mode) the probe reads, keyed
+    as :func:`host_readings` keys them: what a reading is divided by."""
+    return {f"{fam} {mode}": t for (fam, mode), (_, _, t) in src.host_steps().items()}
+
+
+def _probe(hardware: str, repeats: int | None = None) -> dict:
+    """The advisor's ``--host this`` probe (:func:`gpucomm.advisor.compute.measure.host_ratios`, ``repeats``
+    rounds: default its own) on the profile shipped for ``hardware``, here: ``readings`` as :func:`host_readings`
+    keys them (seconds a layer here, from whole steps), ``line`` (the advisor's assumption line) and ``said``
+    (the ratios in words)."""
     from gpucomm.advisor.compute import measure, profile, source
 
     name = source.SHIPPED.get(hardware)
@@ -384,10 +391,10 @@ def _probe(hardware: str) -> dict:
     if prof is None:
         return {"readings": {}, "line": "", "said": f"no measured profile ships for {hardware}"}
     src = profile.ProfileSource(prof)
-    ratios, line = measure.host_ratios(src)
-    steps = src.host_steps()
-    readings = {f"{fam} {mode}": r * steps[(fam, mode)][2] for (fam, mode), r in ratios.items()
-                if (fam, mode) in steps}
+    ratios, line = measure.host_ratios(src, **({"repeats": repeats} if repeats else {}))
+    there = host_times(src)
+    readings = {f"{fam} {mode}": r * there[f"{fam} {mode}"] for (fam, mode), r in ratios.items()
+                if f"{fam} {mode}" in there}
     return {"readings": readings, "line": line,
             "said": ", ".join(f"{fam} {mode} x{r:.2f}" for (fam, mode), r in sorted(ratios.items()))}
 
@@ -504,8 +511,7 @@ def read_host_after(path: str) -> dict[str, float]:
     m = _AFTER.search(p.read_text()) if p.is_file() else None
     if m is None:
         return {}
-    there = {f"{f} {mode}": t for (f, mode), (_, _, t) in
-             profile.ProfileSource(source.shipped(source.SHIPPED["h200-nvswitch"])).host_steps().items()}
+    there = host_times(profile.ProfileSource(source.shipped(source.SHIPPED["h200-nvswitch"])))
     out = {}
     for fam, mode, r in re.findall(r"(gpt|llama)(?: (none|full|op))? x([\d.]+)", m["said"]):
         key = f"{fam} {mode or 'op'}"
@@ -523,7 +529,7 @@ def _price_recorded_host(readings: dict[str, float], line: str = "") -> None:
     from gpucomm.advisor.compute import source
 
     def recorded(src):
-        there = {f"{fam} {mode}": t for (fam, mode), (_, _, t) in src.host_steps().items()}
+        there = host_times(src)
         ratios = {k: readings[k] / there[k] for k in readings if k in there}
         said = line or ("host: the run's own, as its --host this probe read it: " + "; ".join(
             f"{k} {readings[k] * 1e3:.2f} ms a layer there, {there[k] * 1e3:.2f} ms in the profile "

@@ -31,15 +31,6 @@ for p in (ROOT / "src", ROOT / "benchmarks"):
         sys.path.insert(0, str(p))  # run from the tree, as the GPU machine does (PYTHONPATH=src)
 
 
-def _readings(src, repeats: int) -> dict[str, float]:
-    """The probe's readings now, keyed as ``advisor_single_gpu.host_readings`` keys them (seconds a layer)."""
-    from gpucomm.advisor.compute import measure
-
-    ratios, _ = measure.host_ratios(src, repeats=repeats)
-    steps = src.host_steps()
-    return {f"{f} {m}": r * steps[(f, m)][2] for (f, m), r in ratios.items() if (f, m) in steps}
-
-
 def main(argv: list[str] | None = None) -> int:
     import advisor_single_gpu as bench
     from _shipped import shipped_here
@@ -81,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         "probe after (x) |")
     say("|---:|---|---|---|---:|---:|---:|---:|---|")
     errs: dict[str, list[float]] = {"before": [], "after": [], "around": []}
-    there = {f"{f} {m}": t for (f, m), (_, _, t) in src.host_steps().items()}
+    there = bench.host_times(src)
 
     def said(r: dict[str, float]) -> str:
         return ", ".join(f"{k} {v / there[k]:.2f}" for k, v in sorted(r.items()) if k in there)
@@ -90,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.rounds):
             for n in args.cases:
                 c = known[n]
-                before = _readings(src, args.repeats)
+                before = bench._probe(args.hardware, args.repeats)["readings"]
                 m = bench.run_case(c, device, bench.WARMUP, bench.TIMED)
-                after = _readings(src, args.repeats)
+                after = bench._probe(args.hardware, args.repeats)["readings"]
                 pred = {}
                 for key, r in (("before", before), ("after", after), ("around", bench._around(before, after))):
                     bench._price_recorded_host(r)
