@@ -619,9 +619,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.host == "around":
         readings = _around(readings, read_host_after(args.repredict)) if args.repredict else {}
     if args.host in ("recorded", "around") and not readings:
-        print(f"advisor_single_gpu: error: --host {args.host}: {args.repredict or 'no --repredict file'} holds no "
-              "host probe readings" + (" before and after its cases" if args.host == "around" else "")
-              + "; use --host profile", file=sys.stderr)
+        what = (f"{args.repredict} holds no host probe readings"
+                + (" before and after its cases" if args.host == "around" else "") + "; use --host profile"
+                if args.repredict else "prices the host an earlier run's probe read; pass --repredict RESULTS")
+        print(f"advisor_single_gpu: error: --host {args.host}: {what}", file=sys.stderr)
         return 2
     if args.host == "auto":  # the steps run on this machine: its host paces them, so price this host
         args.host = "this" if cuda else "recorded" if readings else "profile"
