@@ -274,6 +274,13 @@ class Measured:
     """The SM clock NVML reads while the timed steps run (0: not read); the profile's points ran in short
     bursts, a case's steps run for seconds at the clock its power draw allows."""
     power_w: float = 0.0
+    steal: float | None = None
+    """The hypervisor's steal of all the host's CPUs while the timed steps ran (:mod:`gpucomm.hostload`; None:
+    not counted here): the host's other tenants, which a host-paced step moves with."""
+    steal_most: float | None = None
+    """The same on the most-stolen CPU."""
+    spread: float = 1.0
+    """The slowest timed step over the fastest: how much the case moved while it ran."""
 
 
 def _cpu_model() -> str:
@@ -322,15 +329,19 @@ def build(c: Case, device: torch.device) -> tuple[nn.Module, torch.optim.Optimiz
 
 def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured:
     """Train ``c`` for ``warmup + timed`` steps (module docstring)."""
+    from gpucomm import hostload
+
     cuda = device.type == "cuda"
     model, opt, data, amp = build(c, device)
     if cuda:
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
-    ends, host = [], []
+    ends, host, cpus = [], [], None
     for step in range(warmup + timed):
         if step <= warmup and cuda:
             torch.cuda.synchronize(device)
+        if step == warmup:
+            cpus = hostload.snapshot()
         t0 = time.perf_counter()
         train_step(c, model, opt, data[step % 2], amp)
         if cuda:
@@ -345,13 +356,15 @@ def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured
         alloc, resv = torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)
     else:
         times, alloc, resv = host[warmup:], 0, 0
+    steal = hostload.steal_since(cpus)
     params = sum(p.numel() for p in model.parameters())
     del model, opt, data
     gc.collect()
     if cuda:
         torch.cuda.empty_cache()
     return Measured(step_s=statistics.median(times), allocated=int(alloc), reserved=int(resv), params=params,
-                    sm_mhz=clock[0], power_w=clock[1])
+                    sm_mhz=clock[0], power_w=clock[1], steal=steal.share if steal else None,
+                    steal_most=steal.most if steal else None, spread=max(times) / min(times) if times else 1.0)
 
 
 def predict(c: Case, hardware: str, host: str = "profile") -> dict:
@@ -731,6 +744,10 @@ def main(argv: list[str] | None = None) -> int:
         clocks = [f"{r[0].name} {r[1].sm_mhz:,.0f} MHz {r[1].power_w:,.0f} W" for r in rows if r[1].sm_mhz]
         if clocks:
             say(f"SM clock and power while each case's timed steps ran (NVML, once per case): {'; '.join(clocks)}")
+        moved = [f"{r[0].name} {r[1].spread:.2f}x" + (f", steal {r[1].steal:.1%}/{r[1].steal_most:.1%}"
+                                                      if r[1].steal is not None else "") for r in rows]
+        say("the host while each case's timed steps ran (slowest step over fastest; the hypervisor's steal of "
+            "all CPUs / of the most-stolen one, gpucomm.hostload): " + "; ".join(moved))
         say(f"wall time of the cases: {wall:.0f} s")
     say()
     say("the advisor's assumptions, as it printed them:")
@@ -742,7 +759,8 @@ def main(argv: list[str] | None = None) -> int:
             side = {"kind": "advisor-single-gpu", "device": gpu, "torch": torch.__version__,
                     "host_here_s": before, "host_after_s": after, "cases": [
                 {"case": c.name, "spec": dataclasses.asdict(c), "step_s": m.step_s, "allocated": m.allocated, "reserved": m.reserved,
-                 "params": m.params, "sm_mhz": m.sm_mhz, "power_w": m.power_w, "predicted": {k: p[k] for k in ("step_time_s", "memory_allocated_bytes",
+                 "params": m.params, "sm_mhz": m.sm_mhz, "power_w": m.power_w, "steal": m.steal,
+                 "steal_most": m.steal_most, "spread": m.spread, "predicted": {k: p[k] for k in ("step_time_s", "memory_allocated_bytes",
                                                                      "memory_reserved_bytes")}}
                 for c, m, p, *_ in rows]}
             Path(args.out).with_suffix(".json").write_text(json.dumps(side, indent=1) + "\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -31,6 +32,11 @@ def test_cpu_smoke_trains_both_families_and_prints_measured_beside_predicted(tmp
         row = next(line for line in text.splitlines() if line.startswith(f"| {name} |"))
         assert row.count("|") == 13 and " ms | " in row
     assert "step time: median |error|" in text and "the advisor's assumptions" in text
+    moved = next(line for line in text.splitlines() if line.startswith("the host while each case's timed steps"))
+    assert "gpt-toy " in moved and "llama-toy " in moved  # each case's spread (and steal where counted)
+    side = json.loads(out.with_suffix(".json").read_text())
+    assert all(r["spread"] >= 1 and (r["steal"] is None or 0 <= r["steal"] <= r["steal_most"] <= 1)
+               for r in side["cases"])
 
 
 def test_the_cases_span_what_the_issue_asks_and_stay_off_the_profile_grid():

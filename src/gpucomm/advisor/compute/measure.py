@@ -43,6 +43,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from gpucomm import hostload
 from gpucomm.advisor.compute import modules
 from gpucomm.advisor.compute.profile import ComputeProfile, ProfileError, ProfileSource, layer_shape_of
 from gpucomm.advisor.compute.shapes import (
@@ -608,6 +609,9 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
     which overstates this host's, never understates it.  Without the profile's busy passes (``_Ctx.busy``):
     the probe needs the times alone, and a finished ``torch.profiler`` pass can leave CUPTI attached to the
     process (pytorch/pytorch#144455) — the host it reads is the one a training process without a profiler has.
+    The line says how long the probe took and, where the platform counts it, the hypervisor's steal of this
+    machine's CPUs meanwhile (:mod:`gpucomm.hostload`): on a shared virtual machine the host's other tenants
+    move a host-paced step, and a reading taken under steal holds only while that load does.
 
     Raises:
         ProfileError: no device of the profile's model here (one line naming ``--host``, the fix).
@@ -632,7 +636,7 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
                                f"{here_name}; run it where the profile's GPU is, or leave --host out")
     ctx = _Ctx(device, prof.precision, prof.software, busy=False, window_s=HOST_WINDOW_S)
     times: dict[tuple[str, str, int], list[float]] = {}
-    t0 = time.perf_counter()
+    t0, cpus = time.perf_counter(), hostload.snapshot()
     for _ in range(max(1, repeats)):
         for key in keys:
             if key in steps:
@@ -646,7 +650,7 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
                 times.setdefault((*key, 0), []).append(got["fwd_s"] + got["bwd_s"])
             if device.type == "cuda":
                 torch.cuda.empty_cache()
-    took = time.perf_counter() - t0
+    took, steal = time.perf_counter() - t0, hostload.steal_since(cpus)
     ratios, said = {}, []
     for key in keys:
         fam, mode = key
@@ -677,4 +681,5 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
     cpu_here = collect_env(device.type).host.get("cpu_model", "?")
     cpu_there = prof.env.get("host", {}).get("cpu_model", "not recorded")
     return ratios, (f"host: this machine's ({cpu_here}; the profile's: {cpu_there}), its host time scaled by what "
-                    f"priced the profile's, timed again here on the {here_name} in {took:.0f} s: " + "; ".join(said))
+                    f"priced the profile's, timed again here on the {here_name} in {took:.0f} s"
+                    + (f" (hypervisor {steal})" if steal else "") + ": " + "; ".join(said))

@@ -1,0 +1,71 @@
+"""What the hypervisor took from this machine's CPUs while something ran: their *steal* time.
+
+A virtual machine's CPUs are threads of a host that other tenants share (the lent GPU machines are KVM guests,
+``lscpu``: "Hypervisor vendor: KVM").  When the host runs another tenant on the physical core a virtual CPU is
+mapped to, the guest's kernel counts the lost time as steal (``/proc/stat``'s eighth column; psutil's
+``cpu_times().steal``).  An eager training step that the host paces (the Python side launching kernels slower
+than the GPU runs them) slows with it, and a device-bound one does not: the advisor's ``--host this`` reading and
+benchmarks/advisor_single_gpu.py's host-paced cases moved by up to 1.6x within minutes on such machines
+(benchmarks/results/gpu-logs-r9_h200x1_2026-12-04/host-probe.txt).  Steal is the part of that the guest can see;
+a host core slowed by its sibling's load or by a lower turbo clock shows no steal.
+
+:func:`snapshot` reads every CPU's counters, :func:`steal_since` turns two readings into shares of the time
+between them.  Nothing here samples in the background: two reads of ``/proc/stat``, one before and one after.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Snapshot", "Steal", "snapshot", "steal_since"]
+
+_NOT_TIME = ("guest", "guest_nice")  # Linux counts guest time inside user time as well: left out of the total
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Every CPU's (steal seconds, total seconds) since boot, as :func:`snapshot` read them."""
+
+    cpus: tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Steal:
+    """The hypervisor's steal between two snapshots, as shares of the CPU time that passed."""
+
+    share: float
+    """Over all CPUs together: stolen seconds over the seconds every CPU spent, in every state."""
+    most: float
+    """On the CPU that lost the largest share (a single-threaded host loop runs on one CPU at a time)."""
+
+    def __str__(self) -> str:
+        return f"steal {self.share:.1%} of all CPUs' time, {self.most:.1%} on the most-stolen one"
+
+
+def snapshot() -> Snapshot | None:
+    """Every CPU's steal and total time now; ``None`` where the platform does not count steal (psutil reports it
+    on Linux only) or psutil cannot read the counters."""
+    try:
+        import psutil
+
+        per = psutil.cpu_times(percpu=True)
+    except Exception:  # context only: its absence must not stop what it annotates
+        return None
+    if not per or not hasattr(per[0], "steal"):
+        return None
+    return Snapshot(tuple((float(t.steal), float(sum(v for k, v in t._asdict().items() if k not in _NOT_TIME)))
+                          for t in per))
+
+
+def steal_since(before: Snapshot | None, after: Snapshot | None = None) -> Steal | None:
+    """The steal between ``before`` and ``after`` (default: now); ``None`` where either is missing, the CPU
+    count changed between them, or no time passed on the counters (they tick in hundredths of a second)."""
+    after = snapshot() if after is None else after
+    if before is None or after is None or len(before.cpus) != len(after.cpus):
+        return None
+    pairs = [(s1 - s0, t1 - t0) for (s0, t0), (s1, t1) in zip(before.cpus, after.cpus, strict=True)]
+    total = sum(t for _, t in pairs)
+    if total <= 0:
+        return None
+    return Steal(share=max(0.0, sum(s for s, _ in pairs) / total),
+                 most=max((max(0.0, s / t) for s, t in pairs if t > 0), default=0.0))
