@@ -34,6 +34,7 @@ for p in (ROOT / "src", ROOT / "benchmarks"):
 def main(argv: list[str] | None = None) -> int:
     import advisor_single_gpu as bench
     from _shipped import shipped_here
+    from gpucomm import hostload
     from gpucomm.advisor.compute import profile
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -69,21 +70,29 @@ def main(argv: list[str] | None = None) -> int:
         f"{bench._cpu_model()}; profile {prof.source}; each probe {args.repeats} rounds of the op steps")
     say()
     say("| round | case | ac | probe before (x) | step measured | predicted at before | at after | at around | "
-        "probe after (x) |")
-    say("|---:|---|---|---|---:|---:|---:|---:|---|")
+        "probe after (x) | case's slowest / fastest step | steal: probe before, case, probe after |")
+    say("|---:|---|---|---|---:|---:|---:|---:|---|---:|---|")
     errs: dict[str, list[float]] = {"before": [], "after": [], "around": []}
     there = bench.host_times(src)
 
     def said(r: dict[str, float]) -> str:
         return ", ".join(f"{k} {v / there[k]:.2f}" for k, v in sorted(r.items()) if k in there)
 
+    def probe() -> tuple[dict[str, float], str]:
+        """The probe's readings and the hypervisor's steal while it ran (all CPUs / the most-stolen one)."""
+        cpus = hostload.snapshot()
+        got = bench._probe(args.hardware, args.repeats)["readings"]
+        st = hostload.steal_since(cpus)
+        return got, f"{st.share:.1%}/{st.most:.1%}" if st else "—"
+
     try:
         for i in range(args.rounds):
             for n in args.cases:
                 c = known[n]
-                before = bench._probe(args.hardware, args.repeats)["readings"]
+                before, st_before = probe()
                 m = bench.run_case(c, device, bench.WARMUP, bench.TIMED)
-                after = bench._probe(args.hardware, args.repeats)["readings"]
+                after, st_after = probe()
+                st_case = f"{m.steal:.1%}/{m.steal_most:.1%}" if m.steal is not None else "—"
                 pred = {}
                 for key, r in (("before", before), ("after", after), ("around", bench._around(before, after))):
                     bench._price_recorded_host(r)
@@ -91,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                     errs[key].append(bench._err(pred[key], m.step_s))
                 say(f"| {i} | {n} | {c.ac} | {said(before)} | {m.step_s * 1e3:,.1f} ms | "
                     + " | ".join(f"{pred[k] * 1e3:,.1f} ms ({bench._pct(bench._err(pred[k], m.step_s))})"
-                                 for k in ("before", "after", "around")) + f" | {said(after)} |")
+                                 for k in ("before", "after", "around")) + f" | {said(after)} | {m.spread:.2f}x | "
+                    f"{st_before}, {st_case}, {st_after} |")
                 torch.cuda.empty_cache()
     except KeyboardInterrupt:  # a timeout keeps the rounds done
         say("(interrupted: the rounds above are what finished)")
