@@ -281,6 +281,10 @@ class Measured:
     """The same on the most-stolen CPU."""
     spread: float = 1.0
     """The slowest timed step over the fastest: how much the case moved while it ran."""
+    gc_s: float = 0.0
+    """Seconds Python's garbage collector ran during the timed steps (:class:`gpucomm.hostload.GcTimer`)."""
+    gc_full: int = 0
+    """Full (generation-2) collections among them."""
 
 
 def _cpu_model() -> str:
@@ -336,12 +340,13 @@ def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured
     if cuda:
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
-    ends, host, cpus = [], [], None
+    ends, host, cpus, gct = [], [], None, hostload.GcTimer()
     for step in range(warmup + timed):
         if step <= warmup and cuda:
             torch.cuda.synchronize(device)
         if step == warmup:
             cpus = hostload.snapshot()
+            gct.__enter__()  # left after the last step's sync: the timed steps' collections
         t0 = time.perf_counter()
         train_step(c, model, opt, data[step % 2], amp)
         if cuda:
@@ -357,6 +362,7 @@ def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured
     else:
         times, alloc, resv = host[warmup:], 0, 0
     steal = hostload.steal_since(cpus)
+    gct.__exit__()
     params = sum(p.numel() for p in model.parameters())
     del model, opt, data
     gc.collect()
@@ -364,7 +370,8 @@ def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured
         torch.cuda.empty_cache()
     return Measured(step_s=statistics.median(times), allocated=int(alloc), reserved=int(resv), params=params,
                     sm_mhz=clock[0], power_w=clock[1], steal=steal.share if steal else None,
-                    steal_most=steal.most if steal else None, spread=max(times) / min(times) if times else 1.0)
+                    steal_most=steal.most if steal else None, spread=max(times) / min(times) if times else 1.0,
+                    gc_s=gct.seconds, gc_full=gct.collections[2])
 
 
 def predict(c: Case, hardware: str, host: str = "profile") -> dict:
@@ -744,10 +751,12 @@ def main(argv: list[str] | None = None) -> int:
         clocks = [f"{r[0].name} {r[1].sm_mhz:,.0f} MHz {r[1].power_w:,.0f} W" for r in rows if r[1].sm_mhz]
         if clocks:
             say(f"SM clock and power while each case's timed steps ran (NVML, once per case): {'; '.join(clocks)}")
-        moved = [f"{r[0].name} {r[1].spread:.2f}x" + (f", steal {r[1].steal:.1%}/{r[1].steal_most:.1%}"
-                                                      if r[1].steal is not None else "") for r in rows]
-        say("the host while each case's timed steps ran (slowest step over fastest; the hypervisor's steal of "
-            "all CPUs / of the most-stolen one, gpucomm.hostload): " + "; ".join(moved))
+        moved = [f"{r[0].name} {r[1].spread:.2f}x, gc {r[1].gc_s * 1e3:.0f} ms ({r[1].gc_full} full)"
+                 + (f", steal {r[1].steal:.1%}/{r[1].steal_most:.1%}" if r[1].steal is not None else "")
+                 for r in rows]
+        say("the host while each case's timed steps ran (slowest step over fastest; Python's garbage collections "
+            "and their time; the hypervisor's steal of all CPUs / of the most-stolen one; gpucomm.hostload): "
+            + "; ".join(moved))
         say(f"wall time of the cases: {wall:.0f} s")
     say()
     say("the advisor's assumptions, as it printed them:")
@@ -760,7 +769,7 @@ def main(argv: list[str] | None = None) -> int:
                     "host_here_s": before, "host_after_s": after, "cases": [
                 {"case": c.name, "spec": dataclasses.asdict(c), "step_s": m.step_s, "allocated": m.allocated, "reserved": m.reserved,
                  "params": m.params, "sm_mhz": m.sm_mhz, "power_w": m.power_w, "steal": m.steal,
-                 "steal_most": m.steal_most, "spread": m.spread, "predicted": {k: p[k] for k in ("step_time_s", "memory_allocated_bytes",
+                 "steal_most": m.steal_most, "spread": m.spread, "gc_s": m.gc_s, "gc_full": m.gc_full, "predicted": {k: p[k] for k in ("step_time_s", "memory_allocated_bytes",
                                                                      "memory_reserved_bytes")}}
                 for c, m, p, *_ in rows]}
             Path(args.out).with_suffix(".json").write_text(json.dumps(side, indent=1) + "\n")

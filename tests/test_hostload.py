@@ -49,3 +49,16 @@ def test_a_real_reading_here_is_a_share_between_zero_and_one():
     if before is None:
         pytest.skip("this platform does not count steal")
     assert got is None or 0.0 <= got.share <= got.most <= 1.0
+
+
+def test_the_gc_timer_counts_each_collection_by_generation_and_its_time():
+    import gc
+
+    with hostload.GcTimer() as t:
+        gc.collect(0)
+        gc.collect(2)
+        gc.collect(2)
+    assert t.collections == [1, 0, 2] and t.seconds > 0
+    assert str(t).endswith("in 3 collections (2 full)")
+    gc.collect()
+    assert t.collections == [1, 0, 2]  # outside the block: not counted, the callback is gone

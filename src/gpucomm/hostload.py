@@ -1,4 +1,5 @@
-"""What the hypervisor took from this machine's CPUs while something ran: their *steal* time.
+"""What else took the host's time while something ran: the hypervisor's *steal* of this machine's CPUs, and
+Python's cyclic garbage collector in this process.
 
 A virtual machine's CPUs are threads of a host that other tenants share (the lent GPU machines are KVM guests,
 ``lscpu``: "Hypervisor vendor: KVM").  When the host runs another tenant on the physical core a virtual CPU is
@@ -11,13 +12,20 @@ a host core slowed by its sibling's load or by a lower turbo clock shows no stea
 
 :func:`snapshot` reads every CPU's counters, :func:`steal_since` turns two readings into shares of the time
 between them.  Nothing here samples in the background: two reads of ``/proc/stat``, one before and one after.
+
+The collector runs inside the loop it interrupts: an eager step allocates Python objects for every operator
+(per-op checkpointing's policy and saved-tensor hooks most of all), and a full collection walks every object the
+process holds, so a step that triggers one takes longer by the walk.  :class:`GcTimer` counts the collections
+and their seconds through ``gc.callbacks`` (called at each collection's start and stop, nothing between).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import gc
+import time
+from dataclasses import dataclass, field
 
-__all__ = ["Snapshot", "Steal", "snapshot", "steal_since"]
+__all__ = ["GcTimer", "Snapshot", "Steal", "snapshot", "steal_since"]
 
 _NOT_TIME = ("guest", "guest_nice")  # Linux counts guest time inside user time as well: left out of the total
 
@@ -69,3 +77,31 @@ def steal_since(before: Snapshot | None, after: Snapshot | None = None) -> Steal
         return None
     return Steal(share=max(0.0, sum(s for s, _ in pairs) / total),
                  most=max((max(0.0, s / t) for s, t in pairs if t > 0), default=0.0))
+
+
+@dataclass(slots=True)
+class GcTimer:
+    """Python's garbage collections inside ``with GcTimer() as t:``: ``t.seconds`` spent in them and
+    ``t.collections[g]`` collections of generation ``g`` (a generation-2 one walks every tracked object)."""
+
+    seconds: float = 0.0
+    collections: list[int] = field(default_factory=lambda: [0, 0, 0])
+    _t0: float | None = None
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        elif self._t0 is not None:
+            self.seconds += time.perf_counter() - self._t0
+            self.collections[min(2, int(info.get("generation", 2)))] += 1
+            self._t0 = None
+
+    def __enter__(self) -> GcTimer:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def __str__(self) -> str:
+        return f"gc {self.seconds * 1e3:.1f} ms in {sum(self.collections)} collections ({self.collections[2]} full)"
