@@ -120,3 +120,26 @@ def test_layouts_priced_the_same_are_shown_once_under_the_fsdp_name():
     rows = search(job, {"tp": 1, "pp": 1, "cp": 1, "mb": 8, "ac": "none"}, top=20)
     priced = [(p.time.step_s, p.memory.total) for p in rows]
     assert len(priced) == len(set(priced)) and "zero3" not in {p.layout.shard for p in rows}
+
+
+def test_a_host_paced_recommendation_says_it_waits_for_the_host():
+    """gpt-1.3b-like layers under per-op checkpointing at one 4,096-token sample on the shipped H200 profile are
+    paced by the host (its Python issues every op): the reason names the wait as the step's largest overhead,
+    and full checkpointing, which the device paces, names none."""
+    from gpucomm import cli
+
+    def reason(ac: str) -> str:
+        import contextlib
+        import io
+        import json
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert cli.main(["advise", "--gpus", "1", "--hardware", "h200-nvswitch", "--arch",
+                             "layers=24,hidden=2048,heads=16,kv_heads=16,ffn=8192,ffn_kind=gelu-4h,vocab=50304,seq=4096,tied=1",
+                             "--layout", f"tp=1,pp=1,cp=1,dp=1,shard=none,mb=1,ac={ac}", "--global-batch", "1",
+                             "--json"]) == 0
+        return json.loads(out.getvalue())["advice"][0]["reason"]
+
+    assert "largest overhead waiting for the host" in reason("op")
+    assert "waiting for the host" not in reason("full")

@@ -248,11 +248,18 @@ def rank(plans: list[Plan], *, top: int = 10) -> list[Plan]:
     return ok + flagged
 
 
+HOST_WAIT = "waiting for the host (eager Python issuing the kernels; moves with the host's pace)"
+"""How a reason names :attr:`~gpucomm.advisor.timing.StepTime.host_wait_s`: a step its host paces takes the
+host's time, and on the lent H200 machines the host's own pace moved 2.62x between windows of 0.3 s with no
+steal to show it (benchmarks/results/host-speed_h200x1_2026-12-04.txt) — the reason says so, so that a user can
+prefer a layout the device paces (fewer, larger layers; no per-op checkpointing) where the time must hold."""
+
+
 def _where(p: Plan) -> str:
     t = p.time
     parts = {"pipeline bubble": t.bubble_s, "tensor-parallel comm": t.tp_s, "data-parallel comm (exposed)":
              t.dp_exposed_s, "pipeline p2p": t.p2p_s, "context-parallel comm (exposed)": t.cp_exposed_s,
-             "wrapper overhead": t.overhead_s}
+             "wrapper overhead": t.overhead_s, HOST_WAIT: t.host_wait_s}
     what, sec = max(parts.items(), key=lambda kv: kv[1])
     if sec < 0.005 * t.step_s:
         return f"compute {t.compute_s / t.step_s:.0%} of the step"
@@ -266,7 +273,8 @@ def _loser(p: Plan, best: Plan) -> str:
              "pipeline bubble": a.bubble_s - b.bubble_s, "tensor-parallel comm": a.tp_s - b.tp_s,
              "exposed data-parallel comm": a.dp_exposed_s - b.dp_exposed_s, "pipeline p2p": a.p2p_s - b.p2p_s,
              "exposed context-parallel comm": a.cp_exposed_s - b.cp_exposed_s,
-             "wrapper overhead (host time, slowdown)": a.overhead_s - b.overhead_s}
+             "wrapper overhead (host time, slowdown)": a.overhead_s - b.overhead_s,
+             HOST_WAIT: a.host_wait_s - b.host_wait_s}
     what, delta = max(diffs.items(), key=lambda kv: kv[1])
     own = f"{_ms(a.step_s)} per step"
     if slower <= TIE_MARGIN:
