@@ -18,9 +18,5 @@ t0=$SECONDS
 lscpu > "$W/lscpu.txt" 2>&1
 timeout -s INT 220 python3 benchmarks/cupti_linger.py --rounds 3 --out "$W/cupti-linger_h200x1_$D.txt" \
     > "$W/cupti-linger.log" 2>&1; echo "cupti_linger rc=$? at $((SECONDS - t0)) s" | tee -a "$W/README.txt"
-timeout 200 python3 benchmarks/advisor_single_gpu.py --out "$W/advisor-single-gpu-${R}_h200x1_$D.txt" \
-    > "$W/single.log" 2>&1; echo "single rc=$? at $((SECONDS - t0)) s" | tee -a "$W/README.txt"
-timeout 150 python3 benchmarks/advisor_single_gpu.py "${UNSEEN_CASES[@]}" \
-    --out "$W/advisor-single-gpu-unseen-${R}_h200x1_$D.txt" > "$W/unseen.log" 2>&1
-echo "unseen rc=$? at $((SECONDS - t0)) s" | tee -a "$W/README.txt"
+single_gpu_cases "$W" "$R" "$D" "$t0"
 tar -C "$OUT" -czf "$OUT/run.tgz" w && rm -rf "$W"

@@ -22,10 +22,5 @@ else
       > "$W/pytest-advisor-gpu.txt" 2>&1
   echo "pytest rc=$? at $((SECONDS - t0)) s" | tee -a "$W/README.txt"
 fi
-timeout 200 python3 benchmarks/advisor_single_gpu.py --out "$W/advisor-single-gpu-${R}_h200x1_$D.txt" \
-    > "$W/single.log" 2>&1; echo "single rc=$? at $((SECONDS - t0)) s" | tee -a "$W/README.txt"
-timeout 170 python3 benchmarks/advisor_single_gpu.py \
-    "${UNSEEN_CASES[@]}" \
-    --out "$W/advisor-single-gpu-unseen-${R}_h200x1_$D.txt" > "$W/unseen.log" 2>&1
-echo "unseen rc=$? at $((SECONDS - t0)) s" | tee -a "$W/README.txt"
+single_gpu_cases "$W" "$R" "$D" "$t0"
 tar -C "$OUT" -czf "$OUT/run.tgz" w && rm -rf "$W"

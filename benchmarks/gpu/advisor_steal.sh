@@ -18,11 +18,7 @@ lscpu > "$W/lscpu.txt" 2>&1
 timeout 120 python3 -m pytest -q -p no:cacheprovider -rfEs -m requires_gpus tests/advisor tests/test_hostload.py \
     > "$W/pytest-advisor-gpu.txt" 2>&1
 echo "pytest rc=$? at $((SECONDS - t0)) s: $(tail -1 "$W/pytest-advisor-gpu.txt")" | tee -a "$W/README.txt"
-timeout 200 python3 benchmarks/advisor_single_gpu.py --out "$W/advisor-single-gpu-${R}_h200x1_$D.txt" \
-    > "$W/single.log" 2>&1; echo "single rc=$? at $((SECONDS - t0)) s" | tee -a "$W/README.txt"
-timeout 150 python3 benchmarks/advisor_single_gpu.py "${UNSEEN_CASES[@]}" \
-    --out "$W/advisor-single-gpu-unseen-${R}_h200x1_$D.txt" > "$W/unseen.log" 2>&1
-echo "unseen rc=$? at $((SECONDS - t0)) s" | tee -a "$W/README.txt"
+single_gpu_cases "$W" "$R" "$D" "$t0"
 timeout -s INT 170 python3 benchmarks/host_adjacent.py --cases gpt-1.3b llama-1.1b-2k --rounds 3 \
     --out "$W/host-adjacent-${R}_h200x1_$D.txt" > "$W/host-adjacent.log" 2>&1
 echo "host_adjacent rc=$? at $((SECONDS - t0)) s" | tee -a "$W/README.txt"
