@@ -5,10 +5,13 @@ A virtual machine's CPUs are threads of a host that other tenants share (the len
 ``lscpu``: "Hypervisor vendor: KVM").  When the host runs another tenant on the physical core a virtual CPU is
 mapped to, the guest's kernel counts the lost time as steal (``/proc/stat``'s eighth column; psutil's
 ``cpu_times().steal``).  An eager training step that the host paces (the Python side launching kernels slower
-than the GPU runs them) slows with it, and a device-bound one does not: the advisor's ``--host this`` reading and
-benchmarks/advisor_single_gpu.py's host-paced cases moved by up to 1.6x within minutes on such machines
-(benchmarks/results/gpu-logs-r9_h200x1_2026-12-04/host-probe.txt).  Steal is the part of that the guest can see;
-a host core slowed by its sibling's load or by a lower turbo clock shows no steal.
+than the GPU runs them) slows with it, and a device-bound one does not.  Steal is the part of a host's
+slowing the guest can see; a core slowed by its sibling thread's load or by a lower turbo clock shows none.
+On the lent H200 machines it was none of it: on one, with 0.0% steal through every probe and case, the
+host-paced cases' own ten steps spread 1.25-2.05x (benchmarks/results/gpu-logs-r25_h200x1_2026-12-04/README.txt) and a
+fixed pure-Python workload's pace 2.62x over windows of 0.3 s
+(benchmarks/results/host-speed_h200x1_2026-12-04.txt).  Reported so that a reading taken under steal is
+known as such.
 
 :func:`snapshot` reads every CPU's counters, :func:`steal_since` turns two readings into shares of the time
 between them.  Nothing here samples in the background: two reads of ``/proc/stat``, one before and one after.
@@ -16,7 +19,9 @@ between them.  Nothing here samples in the background: two reads of ``/proc/stat
 The collector runs inside the loop it interrupts: an eager step allocates Python objects for every operator
 (per-op checkpointing's policy and saved-tensor hooks most of all), and a full collection walks every object the
 process holds, so a step that triggers one takes longer by the walk.  :class:`GcTimer` counts the collections
-and their seconds through ``gc.callbacks`` (called at each collection's start and stop, nothing between).
+and their seconds through ``gc.callbacks`` (called at each collection's start and stop, nothing between).  On
+the H200 no full collection ran in any single-GPU case's timed steps (0-23 ms of collections a case,
+benchmarks/results/gpu-logs-r26_h200x1_2026-12-04/README.txt).
 """
 
 from __future__ import annotations
