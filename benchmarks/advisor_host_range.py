@@ -47,8 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="also write the report here")
     ap.add_argument("runs", nargs="+", help="advisor_single_gpu.py sidecars (.json) of GPU runs")
     args = ap.parse_args(argv)
+    from advisor_host_rule import bad_run, step_errors
+
+    bad = bad_run(args.runs, report=True)
+    if bad:
+        print(f"advisor_host_range: error: {bad}", file=sys.stderr)
+        return 2
     import advisor_single_gpu as bench
-    from advisor_host_rule import step_errors
 
     lines: list[str] = []
 

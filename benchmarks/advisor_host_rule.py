@@ -48,6 +48,25 @@ def ratios_by_rule(g: float, l: float) -> dict[str, tuple[float, float]]:  # noq
     return {"family": (g, l), "geo": (geo, geo), "gpt": (g, g), "llama": (l, l), "profile": (1.0, 1.0)}
 
 
+def bad_run(runs: list[str], *, report: bool = False) -> str | None:
+    """What is wrong with the first of ``runs`` that is not a readable sidecar of a GPU run (with its text report
+    beside it when ``report``), in the words of a one-line error; ``None`` when every one is."""
+    for run in runs:
+        p = Path(run)
+        got = ("not a .json sidecar" if p.suffix != ".json" else "no such file" if not p.is_file() else
+               f"no report {p.with_suffix('.txt').name} beside it" if report and not p.with_suffix(".txt").is_file()
+               else None)
+        if got is None:
+            try:
+                json.loads(p.read_text())["cases"]
+            except (OSError, ValueError, KeyError, TypeError):
+                got = "not an advisor_single_gpu.py sidecar"
+        if got:
+            return (f"runs: expected advisor_single_gpu.py sidecars (.json) of GPU runs, but got {run} ({got}); pass "
+                    "benchmarks/results/advisor-single-gpu-RUN_h200x1_DATE.json")
+    return None
+
+
 def step_errors(bench, sidecar: dict, tmp: Path) -> dict[str, float]:
     """Per case, the step time's error (%) when ``sidecar`` (with its readings) is predicted again."""
     path = tmp / "run.json"
@@ -65,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="also write the report here")
     ap.add_argument("runs", nargs="+", help="advisor_single_gpu.py sidecars (.json) of GPU runs")
     args = ap.parse_args(argv)
+    bad = bad_run(args.runs)
+    if bad:
+        print(f"advisor_host_rule: error: {bad}", file=sys.stderr)
+        return 2
     import advisor_single_gpu as bench
     from gpucomm.advisor.compute import profile, source
 

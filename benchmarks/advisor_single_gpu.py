@@ -341,28 +341,28 @@ def run_case(c: Case, device: torch.device, warmup: int, timed: int) -> Measured
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
     ends, host, cpus, gct = [], [], None, hostload.GcTimer()
-    for step in range(warmup + timed):
-        if step <= warmup and cuda:
-            torch.cuda.synchronize(device)
-        if step == warmup:
-            cpus = hostload.snapshot()
-            gct.__enter__()  # left after the last step's sync: the timed steps' collections
-        t0 = time.perf_counter()
-        train_step(c, model, opt, data[step % 2], amp)
+    with contextlib.ExitStack() as timed_steps:  # the collector's count: from the first timed step to the sync
+        for step in range(warmup + timed):
+            if step <= warmup and cuda:
+                torch.cuda.synchronize(device)
+            if step == warmup:
+                cpus = hostload.snapshot()
+                timed_steps.enter_context(gct)
+            t0 = time.perf_counter()
+            train_step(c, model, opt, data[step % 2], amp)
+            if cuda:
+                ev = torch.cuda.Event(enable_timing=True)
+                ev.record()
+                ends.append(ev)
+            host.append(time.perf_counter() - t0)
+        clock = _nvml_clock(device) if cuda else (0.0, 0.0)  # the host is ahead: the device is running the steps
         if cuda:
-            ev = torch.cuda.Event(enable_timing=True)
-            ev.record()
-            ends.append(ev)
-        host.append(time.perf_counter() - t0)
-    clock = _nvml_clock(device) if cuda else (0.0, 0.0)  # the host is ahead: the device is running the steps
-    if cuda:
-        torch.cuda.synchronize(device)
-        times = [ends[i - 1].elapsed_time(ends[i]) * 1e-3 for i in range(warmup + 1, warmup + timed)]
-        alloc, resv = torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)
-    else:
-        times, alloc, resv = host[warmup:], 0, 0
-    steal = hostload.steal_since(cpus)
-    gct.__exit__()
+            torch.cuda.synchronize(device)
+            times = [ends[i - 1].elapsed_time(ends[i]) * 1e-3 for i in range(warmup + 1, warmup + timed)]
+            alloc, resv = torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)
+        else:
+            times, alloc, resv = host[warmup:], 0, 0
+        steal = hostload.steal_since(cpus)
     params = sum(p.numel() for p in model.parameters())
     del model, opt, data
     gc.collect()

@@ -38,3 +38,16 @@ def test_the_round_ranges_are_read_from_the_probe_line_before_the_cases():
     assert ranged.round_ranges(report) == {"gpt": (pytest.approx(6.75e-3), pytest.approx(8.17e-3)),
                                            "llama": (pytest.approx(11.66e-3), pytest.approx(14.71e-3))}
     assert ranged.round_ranges("no probe here") == {}
+
+
+@pytest.mark.parametrize("script", ["rule", "range"])
+def test_a_run_that_is_not_a_sidecar_is_one_line_and_exit_2(tmp_path, capsys, script):
+    mod, out = (rule if script == "rule" else ranged), tmp_path / "r.txt"
+    (tmp_path / "foreign.json").write_text('{"kind": "something else"}')
+    (tmp_path / "foreign.txt").write_text("a report")  # the range reads the report beside the sidecar
+    for run, said in ((tmp_path / "missing.json", "(no such file)"), (tmp_path / "foreign.json", "(not an "
+                      "advisor_single_gpu.py sidecar)"), (tmp_path / "r.txt", "(not a .json sidecar)")):
+        assert mod.main(["--out", str(out), str(run)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"advisor_host_{script}: error: runs: expected") and said in err and "\n" not in err
+        assert not out.exists()
