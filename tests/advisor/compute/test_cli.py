@@ -63,6 +63,24 @@ def test_an_interrupted_merge_says_so_in_its_run_and_fills_no_more_busy_times(tm
     assert filled == []  # the older points' busy times are not filled after the interrupt
 
 
+def test_a_merge_that_completes_an_interrupted_run_clears_its_flags(tmp_path):
+    """An interrupted run (points or busy times missing) completed by a merge is a whole profile: the flags leave
+    the device block and are kept, as what the merge completed, in its run under ``device["merges"]``."""
+    full = tmp_path / "cpu.json"
+    assert cli.main(["measure", "--device", "cpu", "--out", str(full)]) == 0
+    p = profile.load(full)
+    p.points["step"] = p.points["step"][:1]  # as a SIGTERM during the steps leaves it
+    p.device["interrupted"] = "after 40 of 48 points"
+    old = tmp_path / "old.json"
+    profile.save(p, old)
+    merged = tmp_path / "merged.json"
+    assert cli.main(["measure", "--device", "cpu", "--merge", str(old), "--out", str(merged)]) == 0
+    q = profile.load(merged)
+    assert "interrupted" not in q.device and "busy_interrupted" not in q.device
+    assert q.device["merges"][-1]["completed"] == {"interrupted": "after 40 of 48 points"}
+    assert len(q.points["step"]) == len(profile.load(full).points["step"])
+
+
 def test_merge_refuses_a_profile_measured_another_way(tmp_path, capsys):
     path = tmp_path / "cpu.json"
     assert cli.main(["measure", "--device", "cpu", "--out", str(path)]) == 0

@@ -38,7 +38,9 @@ point is timed in a process a profiler already ran in (a finished profile can le
 pytorch/pytorch#144455).  Where the host issues work slower than
 the GPU runs it (a small layer timed alone), the measured interval is the host's; the busy time is the device's.
 
-Interrupted (Ctrl-C, SIGTERM), it stops between points and saves what it measured, marked as interrupted.
+Interrupted (Ctrl-C, SIGTERM), it stops between points and saves what it measured, marked as interrupted; a
+later ``--merge`` of that file that measures everything it lacks clears the mark (kept in its run as
+``completed``), so a profile measured over two sittings of one machine reads as whole.
 Exit status: 0 ok; 2 usage error (one line naming the flag: an unknown model, a bad ``--arch``, no CUDA device
 for ``--device cuda``, an ``--out`` that cannot be written); nothing is measured or written on a usage error.
 """
@@ -250,6 +252,10 @@ def run(args: argparse.Namespace) -> int:
                 if not complete:
                     run_info["busy_interrupted"] = True
                 prof = replace(prof, points=points)
+                was = {k: prof.device[k] for k in ("interrupted", "busy_interrupted") if prof.device.get(k)}
+                if complete and was:  # FILE was an interrupted run this merge completed: the flags move to its run
+                    run_info["completed"] = was
+                    prof = replace(prof, device={k: v for k, v in prof.device.items() if k not in was})
     finally:
         signal.signal(signal.SIGTERM, previous)
     Path(args.out).absolute().parent.mkdir(parents=True, exist_ok=True)

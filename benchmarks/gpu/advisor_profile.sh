@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The whole H200 compute profile in one machine's run, in two device calls back to back (the default grid and
+# its busy pass take ~12 minutes, over one call's 10): the second call must find the first one's machine still
+# warm, which each call checks by the kernel's boot id (boot-id.txt).
+#
+#   measure:  gpucomm measure --out w/h200.json, stopped by SIGTERM at 505 s (it saves what it measured, marked
+#             interrupted), then benchmarks/host_pin.py (does pinning the process to one CPU steady a host-paced
+#             step?) for 55 s;
+#   complete PROFILE:  PROFILE (the first call's h200.json, carried in the tree) becomes the shipped path and
+#             gpucomm measure --merge completes it there (the points and busy times it lacks), then
+#             advisor_single_gpu.py's thirteen cases and the five unseen shapes predict from it, as long as the
+#             call's time allows.
+# Writes $OUT/run.tgz (w/: the profile, the logs, the results with their .json sidecars, README.txt with each
+# stage's exit status and time).
+# Usage (device machine, repo root): OUT=... bash benchmarks/gpu/advisor_profile.sh measure|complete [PROFILE] DATE RUN
+set -uo pipefail
+OUT=${OUT:-./gpu-out}; W=$OUT/w; mkdir -p "$W"
+stage=$1; shift
+if [ "$stage" = complete ]; then prof_in=$1; shift; fi
+D=${1:-$(date -u +%F)}; R=${2:-r27}
+export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
+source "$(dirname "$0")/unseen_cases.sh"
+P=src/gpucomm/advisor/compute/data/h200.json
+t0=$SECONDS
+note() { echo "$* at $((SECONDS - t0)) s" | tee -a "$W/README.txt"; }
+cat /proc/sys/kernel/random/boot_id > "$W/boot-id.txt"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv > "$W/nvidia-smi.txt" 2>&1
+case $stage in
+  measure)
+    lscpu > "$W/lscpu.txt" 2>&1
+    timeout -s TERM 505 python3 -m gpucomm measure --out "$W/h200.json" > "$W/measure.log" 2>&1
+    note "measure rc=$? ($(tail -n 2 "$W/measure.log" | head -n 1))"
+    timeout -s INT 70 python3 benchmarks/host_pin.py --seconds 55 --out "$W/host-pin_h200x1_$D.txt" \
+        > "$W/host-pin.log" 2>&1
+    note "host_pin rc=$?"
+    ;;
+  complete)
+    cp "$prof_in" "$P" || exit 1
+    timeout -s TERM 290 python3 -m gpucomm measure --merge "$P" --out "$P" > "$W/merge.log" 2>&1
+    note "merge rc=$? ($(tail -n 2 "$W/merge.log" | head -n 1))"
+    cp "$P" "$W/h200.json"
+    timeout 175 python3 benchmarks/advisor_single_gpu.py --out "$W/advisor-single-gpu-${R}_h200x1_$D.txt" \
+        > "$W/single.log" 2>&1
+    note "single rc=$?"
+    left=$(( 570 - (SECONDS - t0) ))
+    if [ "$left" -gt 60 ]; then
+      timeout "$left" python3 benchmarks/advisor_single_gpu.py "${UNSEEN_CASES[@]}" \
+          --out "$W/advisor-single-gpu-unseen-${R}_h200x1_$D.txt" > "$W/unseen.log" 2>&1
+      note "unseen rc=$? (limit $left s)"
+    else
+      note "unseen skipped (only $left s left)"
+    fi
+    ;;
+  *) echo "advisor_profile.sh: expected measure or complete, got $stage" >&2; exit 2 ;;
+esac
+tar -C "$OUT" -czf "$OUT/run.tgz" w && rm -rf "$W"
