@@ -13,6 +13,8 @@
 # Writes $OUT/run.tgz (w/: the profile, the logs, the results with their .json sidecars, README.txt with each
 # stage's exit status and time).
 # Usage (device machine, repo root): OUT=... bash benchmarks/gpu/advisor_profile.sh measure|complete [PROFILE] DATE RUN
+# HOST_PIN_S (default 55; 0 skips host_pin) and COMPLETE_S (default 570: the complete stage's end for the unseen
+# shapes) fit the calls to the device time a session has left.
 set -uo pipefail
 OUT=${OUT:-./gpu-out}; W=$OUT/w; mkdir -p "$W"
 stage=$1; shift
@@ -30,9 +32,14 @@ case $stage in
     lscpu > "$W/lscpu.txt" 2>&1
     timeout -s TERM 505 python3 -m gpucomm measure --out "$W/h200.json" > "$W/measure.log" 2>&1
     note "measure rc=$? ($(tail -n 2 "$W/measure.log" | head -n 1))"
-    timeout -s INT 70 python3 benchmarks/host_pin.py --seconds 55 --out "$W/host-pin_h200x1_$D.txt" \
-        > "$W/host-pin.log" 2>&1
-    note "host_pin rc=$?"
+    pin_s=${HOST_PIN_S:-55}
+    if [ "$pin_s" -gt 0 ]; then
+      timeout -s INT $((pin_s + 15)) python3 benchmarks/host_pin.py --seconds "$pin_s" \
+          --out "$W/host-pin_h200x1_$D.txt" > "$W/host-pin.log" 2>&1
+      note "host_pin rc=$?"
+    else
+      note "host_pin skipped (HOST_PIN_S=0)"
+    fi
     ;;
   complete)
     cp "$prof_in" "$P" || exit 1
@@ -42,7 +49,7 @@ case $stage in
     timeout 175 python3 benchmarks/advisor_single_gpu.py --out "$W/advisor-single-gpu-${R}_h200x1_$D.txt" \
         > "$W/single.log" 2>&1
     note "single rc=$?"
-    left=$(( 570 - (SECONDS - t0) ))
+    left=$(( ${COMPLETE_S:-570} - (SECONDS - t0) ))
     if [ "$left" -gt 60 ]; then
       timeout "$left" python3 benchmarks/advisor_single_gpu.py "${UNSEEN_CASES[@]}" \
           --out "$W/advisor-single-gpu-unseen-${R}_h200x1_$D.txt" > "$W/unseen.log" 2>&1
