@@ -22,7 +22,11 @@ if [ "$stage" = complete ]; then prof_in=$1; shift; fi
 D=${1:-$(date -u +%F)}; R=${2:-r27}
 export PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1
 source "$(dirname "$0")/unseen_cases.sh"
+# GPU=h100 measures a lent H100 instead (a check of the profile derived for it from the H200's): its profile is
+# merged in w/ and the H200 cases, which price --hardware h200-nvswitch, are not run.
+G=${GPU:-h200}
 P=src/gpucomm/advisor/compute/data/h200.json
+[ "$G" = h200 ] || P=$W/$G.json
 t0=$SECONDS
 note() { echo "$* at $((SECONDS - t0)) s" | tee -a "$W/README.txt"; }
 cat /proc/sys/kernel/random/boot_id > "$W/boot-id.txt"
@@ -30,21 +34,22 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit,temperature.gpu 
 case $stage in
   measure)
     lscpu > "$W/lscpu.txt" 2>&1
-    timeout -s TERM 505 python3 -m gpucomm measure --out "$W/h200.json" > "$W/measure.log" 2>&1
+    timeout -s TERM 505 python3 -m gpucomm measure --out "$W/$G.json" > "$W/measure.log" 2>&1
     note "measure rc=$? ($(tail -n 2 "$W/measure.log" | head -n 1))"
     pin_s=${HOST_PIN_S:-55}
     if [ "$pin_s" -gt 0 ]; then
       timeout -s INT $((pin_s + 15)) python3 benchmarks/host_pin.py --seconds "$pin_s" \
-          --out "$W/host-pin_h200x1_$D.txt" > "$W/host-pin.log" 2>&1
+          --out "$W/host-pin_${G}x1_$D.txt" > "$W/host-pin.log" 2>&1
       note "host_pin rc=$?"
     else
       note "host_pin skipped (HOST_PIN_S=0)"
     fi
     ;;
   complete)
-    cp "$prof_in" "$P" || exit 1
+    [ "$prof_in" -ef "$P" ] || cp "$prof_in" "$P" || exit 1
     timeout -s TERM 290 python3 -m gpucomm measure --merge "$P" --out "$P" > "$W/merge.log" 2>&1
     note "merge rc=$? ($(tail -n 2 "$W/merge.log" | head -n 1))"
+    [ "$G" = h200 ] || { tar -C "$OUT" -czf "$OUT/run.tgz" w && rm -rf "$W"; exit 0; }
     cp "$P" "$W/h200.json"
     left=$(( ${COMPLETE_S:-570} - (SECONDS - t0) ))
     if [ "$left" -gt 120 ]; then
