@@ -259,6 +259,20 @@ def test_a_profile_from_another_gpu_is_refused():
         prof.check_hardware(p, "cpu-gloo", "cpu-gloo")
 
 
+def test_the_two_h100_parts_do_not_price_each_other():
+    """A profile measured on the 80 GB HBM3 H100 (what a lent H100 reads) prices h100-nvswitch, not the 96 GB HBM2e
+    part at 500 W (h100-96gb-nvswitch), and the other way round."""
+    h80 = synthetic(gpu="NVIDIA H100 80GB HBM3")
+    prof.check_hardware(h80, "h100-nvswitch")
+    with pytest.raises(ProfileError, match=r"measured on 'NVIDIA H100 80GB HBM3', but --hardware h100-96gb-nvswitch "
+                                           r"is H100 96GB"):
+        prof.check_hardware(h80, "h100-96gb-nvswitch")
+    h96 = synthetic(gpu="NVIDIA H100 96GB HBM2e")
+    prof.check_hardware(h96, "h100-96gb-nvswitch")
+    with pytest.raises(ProfileError, match="is H100 80GB"):
+        prof.check_hardware(h96, "h100-nvswitch")
+
+
 def test_shapes_the_profile_cannot_answer_are_refused_with_the_fix():
     src = ProfileSource(synthetic(families=("gpt",), acs=("none",)))
     with pytest.raises(ProfileError, match=r"no llama layers measured, and nothing to extrapolate from; measure them: "

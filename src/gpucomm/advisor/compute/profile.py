@@ -238,9 +238,12 @@ def load(path: str | os.PathLike, *, arg: str = "--compute-profile") -> ComputeP
     return from_json(data, arg=arg, path=p)
 
 
-_GPU_OF_HARDWARE = {"h200": "H200", "h100": "H100", "a100": "A100", "v100": "V100", "pcie-gen5": "H100",
-                    "pcie-gen4": "A100"}
-"""The GPU model each ``--hardware`` profile name stands for (by prefix)."""
+_GPU_OF_HARDWARE = {"h200": "H200", "h100-96gb": "H100 96GB", "h100": "H100 80GB", "a100": "A100", "v100": "V100",
+                    "pcie-gen5": "H100", "pcie-gen4": "A100"}
+"""The GPU model each ``--hardware`` profile name stands for (by prefix, the first that matches).  The two H100
+SXM profiles are different parts: ``h100-nvswitch`` the 80 GB HBM3 one at 700 W (``NVIDIA H100 80GB HBM3``),
+``h100-96gb-nvswitch`` the 96 GB HBM2e one at 500 W, with less memory bandwidth and another sustained clock, so
+a profile measured on one does not price the other."""
 
 
 def expected_gpu(hardware_name: str, hardware_kind: str = "gpu") -> str | None:
