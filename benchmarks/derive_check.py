@@ -176,7 +176,23 @@ def _profile_shape(prof: Any) -> set[tuple[str, int, int, int]]:
     return {(r["family"], r["hidden"], r["heads"], r["seq"]) for r in prof.points.get("layer", []) if r["tp"] == 1}
 
 
-def holdout_report(path: str, profiles: list[tuple[str, str, Any]]) -> list[str]:
+def _layer_row(rid: str, layout: dict[str, Any], seq: int, src: Any, prof: Any) -> str:
+    """One table row: a layer of the row's model at ``layout``, priced by ``src`` and by ``prof``'s own source."""
+    from gpucomm.advisor.compute.profile import ProfileSource, layer_shape_of
+
+    model = next(r for r in prof.points["layer"] if r["tp"] == 1)
+    shape = layer_shape_of({**model, "tp": layout["tp"], "seq": seq // layout["cp"], "mb": layout["mb"],
+                            "ac": layout["ac"]})
+    cells = []
+    for s in (src, ProfileSource(prof)):
+        lay = s._tables.layer(shape, layout["cp"], "eager", [])
+        cells.append((s.scale(lay.compute_s, lay.memory_s), s._tables.in_step(shape)))
+    (d, di), (m, mi) = cells
+    return (f"| {rid} | tp={layout['tp']} mb={layout['mb']} ac={layout['ac']} | {d * 1e3:.1f} | {di:.3f} | "
+            f"{m * 1e3:.1f} | {mi:.3f} | {m / d:.3f} |")
+
+
+def holdout_report(path: str, profiles: list[tuple[str, str, Any]], src: Any) -> list[str]:
     import advisor_published as ap
 
     try:
@@ -186,7 +202,7 @@ def holdout_report(path: str, profiles: list[tuple[str, str, Any]]) -> list[str]
                          "pass benchmarks/published_holdout.jsonl") from None
     out = ["| id | published | derived | error | compute s | measured H100 profile | error | compute s |",
            "|---|---:|---:|---:|---:|---|---:|---:|"]
-    n, other = 0, []
+    n, other, layer_rows = 0, [], []
     for row in rows:
         if not str(row.get("gpu", "")).startswith("H100") or not row.get("hidden"):
             continue
@@ -199,19 +215,29 @@ def holdout_report(path: str, profiles: list[tuple[str, str, Any]]) -> list[str]
             continue
         name, file = match[0]
         _, published, factor = ap.metric(row)
-        cells = []
+        cells, layouts = [], []
         for extra in ([], ["--compute-profile", file]):
             rc, o, err = ap.run_cli([*argv[:-3], *extra, *argv[-3:]])
             if rc != 0:
                 cells.append(f"refused: {err.strip()}")
                 continue
             best = json.loads(o)["advice"][0]
+            layouts.append(best["layout"])
             pred = best["tokens_per_s_per_gpu"] * factor
             cells.append(f"{pred:,.1f} | {pred / published - 1:+.1%} | {best['compute_s']:.3f}")
         out.append(f"| {row['id']} | {published:,.1f} | {cells[0]} | {name} | {cells[1]} |")
+        if layouts:
+            layer_rows.append(_layer_row(row["id"], layouts[0], row.get("seq_len") or 0, src,
+                                         next(prof for nm, _, prof in profiles if nm == name)))
         n += 1
     if not n:
         out.append("| (no H100 row of this file has a shape the profiles measured) | | | | | | | |")
+    if layer_rows:
+        out += ["", "One layer at each row's layout (tp, micro-batch, checkpointing of its advice): the isolated "
+                "layer's price, and the factor a layer takes inside whole steps (1 where a profile has no whole "
+                "steps at two layer counts).", "",
+                "| id | layout | derived layer ms | in-step | measured profile's layer ms | in-step | "
+                "measured/derived layer |", "|---|---|---:|---:|---:|---:|---:|", *layer_rows]
     if other:
         out += ["", f"Not predicted from the measured profile (another H100 part than the {HARDWARE} measured): "
                 + ", ".join(other) + "."]
@@ -228,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         profiles = [(Path(f).stem, f, load_h100(f)) for f in a.profiles]
         src = derived_source()
         lines = points_report(src, [(n, prof) for n, _, prof in profiles])
-        held = holdout_report(a.holdout, profiles) if a.holdout else []
+        held = holdout_report(a.holdout, profiles, src) if a.holdout else []
     except CheckError as e:
         print(f"derive_check: {e}", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 import math
 import statistics
 import sys
@@ -102,3 +103,26 @@ def test_bad_input_is_one_line_and_exit_2(case, shipped, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("derive_check: ") and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_a_held_out_row_is_predicted_both_ways(shipped, src, tmp_path):
+    """An H100 row at a shape the profile measured is predicted from the derived profile and from the given one,
+    and its layer is priced by both: the H200's own points relabelled price it at the derivation's inverse factor
+    (between 1/1.4328 and 1) with the same in-step factor (the same whole steps); a row of the 96 GB part is
+    named as not predicted."""
+    row = json.loads((_ROOT / "benchmarks/published_holdout.jsonl").read_text().splitlines()[11])
+    assert row["id"] == "llmf-h100-mpt7b-s8192-8g"
+    rows = [{**row, "hidden": 3072, "heads": 24, "seq_len": 4096, "id": "h80"},
+            {**row, "hidden": 3072, "heads": 24, "seq_len": 4096, "gpu_mem_gb": 96, "id": "h96"}]
+    hold = tmp_path / "hold.jsonl"
+    hold.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    good = _as_h100(shipped, tmp_path / "h.json")
+    lines = check.holdout_report(str(hold), [("h", good, check.load_h100(good))], src)
+    table = [line for line in lines if line.startswith("| h80 |")]
+    assert len(table) == 2, lines
+    pred = [c.strip() for c in table[0].strip("|").split("|")]
+    assert pred[3].endswith("%") and pred[7].endswith("%")
+    layer = [c.strip() for c in table[1].strip("|").split("|")]
+    assert layer[3] == layer[5] and float(layer[3]) != 1.0
+    assert 1 / 1.4328 < float(layer[6]) < 1.0
+    assert any("h96 (h100-96gb-nvswitch)" in line for line in lines)
