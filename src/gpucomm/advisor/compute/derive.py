@@ -11,9 +11,14 @@ optimizer), and the H100 SXM's time is
     compute x (H200 sustained SM clock / H100 sustained SM clock) + memory x (4.8 / 3.35)
 
 The sustained clock is what the power limit allows under load; the profile records the H200's (NVML, read at
-the end of a second of 8192-wide GEMMs) and its power limit.  No H100 was measured, so its sustained clock is
-assumed equal to the H200's when both run at 700 W (same die, same limit; the HBM3e stacks draw their own
-power, which this does not model) — the ratio is 1, and it is printed as an assumption.  Host work (launch gaps,
+the end of a second of 8192-wide GEMMs) and its power limit.  The H100's sustained clock is taken equal to the
+H200's when both run at 700 W (same die, same limit; the HBM3e stacks draw their own power, which this does not
+model) — the ratio is 1, and it is printed as an assumption.  Checked once: on a lent H100 80GB HBM3 at 700 W
+(2026-12-05), ``gpucomm measure`` at four held-out models' shapes read the clock at 1125-1170 MHz under load and
+ran its matmul points at a median 1.000 of this derivation, its 192 layer points at 0.978 (10th-90th percentile
+0.90-1.03); the optimizer step ran at 0.917 and the embedding at 0.554 of the memory factor's prices
+(benchmarks/derive_check.py; derive-check_h100x1_2026-12-05.txt).  Those partial profiles are a check, not a
+replacement: the factors stay the datasheets'.  Host work (launch gaps,
 the step's own work) is not scaled.  Every figure is returned as an assumption line with its source.
 
 Derived profiles: ``h100-nvswitch`` (H100 SXM 80 GB at 700 W).  The H100 96 GB at 500 W of
@@ -68,7 +73,9 @@ def derive(profile: ComputeProfile, hardware: str) -> ProfileSource | None:
     compute = 1.0
     clock_line = (f"derived for {t.gpu}: compute-bound time x {compute:g}, its sustained SM clock assumed equal to "
                   f"the measured {profile.gpu}'s" + (f" ({clock:g} MHz)" if clock else "")
-                  + f" — same GH100 die, 132 SMs, 989.4 dense bf16 TFLOP/s, {t.power_source}; not measured")
+                  + f" — same GH100 die, 132 SMs, 989.4 dense bf16 TFLOP/s, {t.power_source}; not measured "
+                  "for this profile (one lent H100 80GB HBM3 at 700 W read 1125-1170 MHz and ran its matmuls "
+                  "at 1.000 of this derivation, gpucomm benchmarks/derive_check.py, 2026-12-05)")
     if not same_power:
         clock_line += (f"; the {profile.gpu} profile ran at "
                        + (f"{base_w:g} W" if base_w is not None else "an unknown power limit")
