@@ -50,16 +50,18 @@ class CheckError(ValueError):
 
 def load_h100(path: str) -> Any:
     """A measured H100 profile (:func:`gpucomm.advisor.compute.profile.load`), or CheckError naming the file."""
-    from gpucomm.advisor.compute.profile import ProfileError, load
+    from gpucomm.advisor.compute.profile import ProfileError, check_hardware, load
 
     try:
         prof = load(path, arg="PROFILE")
     except ProfileError as e:
         raise CheckError(str(e)) from None
-    if prof.cpu or "H100" not in prof.gpu:
-        raise CheckError(f"PROFILE {path}: expected a profile measured on an H100, got one of "
-                         f"{'a CPU' if prof.cpu else repr(prof.gpu)}; measure a lent H100 with "
-                         "benchmarks/gpu/h100_check.sh")
+    try:
+        check_hardware(prof, HARDWARE, arg="PROFILE")  # the 80 GB part the derivation prices
+    except ProfileError:
+        raise CheckError(f"PROFILE {path}: expected a profile measured on the GPU {HARDWARE} prices (an H100 "
+                         f"80GB), got one of {'a CPU' if prof.cpu else repr(prof.gpu)}; measure a lent H100 "
+                         "with benchmarks/gpu/h100_check.sh") from None
     if prof.software != "eager" or prof.precision != "bf16":
         raise CheckError(f"PROFILE {path}: expected eager bf16 (what the shipped H200 profile measured), got "
                          f"{prof.software} {prof.precision}; measure with gpucomm measure's defaults")
@@ -206,14 +208,14 @@ def holdout_report(path: str, profiles: list[tuple[str, str, Any]], src: Any) ->
     for row in rows:
         if not str(row.get("gpu", "")).startswith("H100") or not row.get("hidden"):
             continue
-        match = [(name, file) for name, file, prof in profiles if _row_shape(row) in _profile_shape(prof)]
+        match = [p for p in profiles if _row_shape(row) in _profile_shape(p[2])]
         argv, _ = ap.command(row)
         if not match or argv is None:
             continue
         if argv[argv.index("--hardware") + 1] != HARDWARE:  # the H100 96GB (HBM2e) rows: another part
             other.append(f"{row['id']} ({argv[argv.index('--hardware') + 1]})")
             continue
-        name, file = match[0]
+        name, file, prof = match[0]
         _, published, factor = ap.metric(row)
         cells, layouts = [], []
         for extra in ([], ["--compute-profile", file]):
@@ -227,8 +229,7 @@ def holdout_report(path: str, profiles: list[tuple[str, str, Any]], src: Any) ->
             cells.append(f"{pred:,.1f} | {pred / published - 1:+.1%} | {best['compute_s']:.3f}")
         out.append(f"| {row['id']} | {published:,.1f} | {cells[0]} | {name} | {cells[1]} |")
         if layouts:
-            layer_rows.append(_layer_row(row["id"], layouts[0], row.get("seq_len") or 0, src,
-                                         next(prof for nm, _, prof in profiles if nm == name)))
+            layer_rows.append(_layer_row(row["id"], layouts[0], row.get("seq_len") or 0, src, prof))
         n += 1
     if not n:
         out.append("| (no H100 row of this file has a shape the profiles measured) | | | | | | | |")
