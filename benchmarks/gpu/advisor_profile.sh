@@ -15,7 +15,8 @@
 # stage's exit status and time).
 # Usage (device machine, repo root): OUT=... bash benchmarks/gpu/advisor_profile.sh measure|complete [PROFILE] DATE RUN
 # HOST_PIN_S (default 55; 0 skips host_pin) and COMPLETE_S (default 570: the complete stage's end; the thirteen
-# cases need 120 s of it left after the merge, the unseen shapes 60 s) fit the calls to the device time left.
+# cases need 120 s of it left after the merge, the unseen shapes 60 s) fit the calls to the device time left;
+# MERGE_S (default 290) bounds the merge (GPU=h100 runs no cases after it, so it may take the whole call).
 set -uo pipefail
 OUT=${OUT:-./gpu-out}; W=$OUT/w; mkdir -p "$W"
 stage=$1; shift
@@ -53,7 +54,7 @@ case $stage in
     [ -f "$prof_in" ] || { note "complete: $prof_in is not on this machine (another machine came?)"; \
         tar -C "$OUT" -czf "$OUT/run.tgz" w; exit 1; }
     [ "$prof_in" -ef "$P" ] || cp "$prof_in" "$P" || exit 1
-    timeout -s TERM 290 python3 -m gpucomm measure --merge "$P" --out "$P" > "$W/merge.log" 2>&1
+    timeout -s TERM "${MERGE_S:-290}" python3 -m gpucomm measure --merge "$P" --out "$P" > "$W/merge.log" 2>&1
     note "merge rc=$? ($(tail -n 2 "$W/merge.log" | head -n 1))"
     [ "$G" = h200 ] || { tar -C "$OUT" -czf "$OUT/run.tgz" w && rm -rf "$W"; exit 0; }
     cp "$P" "$W/h200.json"
