@@ -16,7 +16,7 @@
 # Usage (device machine, repo root): OUT=... bash benchmarks/gpu/advisor_profile.sh measure|complete [PROFILE] DATE RUN
 # HOST_PIN_S (default 55; 0 skips host_pin) and COMPLETE_S (default 570: the complete stage's end; the thirteen
 # cases need 120 s of it left after the merge, the unseen shapes 60 s) fit the calls to the device time left;
-# MERGE_S (default 290) bounds the merge (GPU=h100 runs no cases after it, so it may take the whole call).
+# MEASURE_S (default 505) and MERGE_S (default 290) bound the two measuring runs (GPU=h100 runs no cases after it, so it may take the whole call).
 set -uo pipefail
 OUT=${OUT:-./gpu-out}; W=$OUT/w; mkdir -p "$W"
 stage=$1; shift
@@ -36,7 +36,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit,temperature.gpu 
 case $stage in
   measure)
     lscpu > "$W/lscpu.txt" 2>&1
-    timeout -s TERM 505 python3 -m gpucomm measure --out "$W/$G.json" > "$W/measure.log" 2>&1
+    timeout -s TERM "${MEASURE_S:-505}" python3 -m gpucomm measure --out "$W/$G.json" > "$W/measure.log" 2>&1
     note "measure rc=$? ($(tail -n 2 "$W/measure.log" | head -n 1))"
     # build/ is ignored, so the device keeps it between calls on one warm machine: the complete call reads the
     # profile from there without waiting for it to travel back and forth.
