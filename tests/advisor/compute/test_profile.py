@@ -155,6 +155,27 @@ def test_busy_times_price_the_device_where_a_profile_has_them():
                                                                            "fwd_s") == 1.5
 
 
+def test_a_busy_time_above_the_measured_time_prices_the_measured_time_and_is_counted():
+    """The device cannot be busy longer than the interval the same work took: a busy time above it was read
+    while the GPU ran slower (a busy pass at a lower clock), so the lookups take the measured time, and
+    :func:`busy_above` counts such points per kind for ``gpucomm measure`` to say."""
+    assert prof.device_s({"fwd_s": 2.0, "busy_fwd_s": 2.2}, "fwd_s") == 2.0
+    p = synthetic()
+    for kind, keys in prof.BUSY_KEYS.items():
+        for r in p.points[kind]:
+            r.update({f"busy_{k}": 0.9 * r[k] for k in keys})
+    assert prof.busy_above(p) == {k: (0, len(p.points[k])) for k in prof.BUSY_KEYS}
+    before, _ = _layer_s(ProfileSource(p), _arch("llama", 2048), Layout(mb=4))
+    for r in p.points["layer"]:
+        r["busy_bwd_s"] = 1.2 * r["bwd_s"]  # every layer's backward read 20% slow: priced as measured
+    p.points["kernels"][0]["busy_gemm_fwd_s"] = 1.01 * p.points["kernels"][0]["gemm_fwd_s"]
+    got, _ = _layer_s(ProfileSource(p), _arch("llama", 2048), Layout(mb=4))
+    assert prof.busy_above(p)["layer"] == (len(p.points["layer"]),) * 2
+    assert prof.busy_above(p)["kernels"] == (1, len(p.points["kernels"]))
+    assert prof.busy_above(p)["attention"][0] == 0
+    assert before < got < before / 0.9  # the backward's rest now at its measured time, the rest of it as before
+
+
 def test_a_mode_with_whole_steps_takes_its_host_time_from_them_not_from_isolated_points():
     """Isolated points overstate a layer's host time in a step; where whole steps of a (family, mode) were
     measured at two layer counts and none is host-paced, the host's time of that mode is none, however

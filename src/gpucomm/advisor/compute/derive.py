@@ -15,8 +15,9 @@ the end of a second of 8192-wide GEMMs) and its power limit.  The H100's sustain
 H200's when both run at 700 W (same die, same limit; the HBM3e stacks draw their own power, which this does not
 model) — the ratio is 1, and it is printed as an assumption.  Checked once: on a lent H100 80GB HBM3 at 700 W
 (2026-12-05), ``gpucomm measure`` at four held-out models' shapes read the clock at 1125-1170 MHz under load and
-ran its matmul points at a median 1.000 of this derivation, its 192 layer points at 0.978 (10th-90th percentile
-0.90-1.03); the optimizer step ran at 0.917 and the embedding at 0.554 of the memory factor's prices
+ran its matmul points at a median 1.000 of this derivation, its 192 layer points at 0.972 (10th-90th percentile
+0.92-1.03; device times capped at the measured ones, derive-check-r2_h100x1_2026-12-05.txt; 0.978 and 0.90-1.03
+before); the optimizer step ran at 0.917 and the embedding at 0.554 of the memory factor's prices
 (benchmarks/derive_check.py; derive-check_h100x1_2026-12-05.txt).  Those partial profiles are a check, not a
 replacement: the factors stay the datasheets'.  Host work (launch gaps,
 the step's own work) is not scaled.  Every figure is returned as an assumption line with its source.

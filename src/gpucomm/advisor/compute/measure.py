@@ -45,7 +45,13 @@ import torch.nn.functional as F
 
 from gpucomm import hostload
 from gpucomm.advisor.compute import modules
-from gpucomm.advisor.compute.profile import ComputeProfile, ProfileError, ProfileSource, layer_shape_of
+from gpucomm.advisor.compute.profile import (
+    BUSY_KEYS,
+    ComputeProfile,
+    ProfileError,
+    ProfileSource,
+    layer_shape_of,
+)
 from gpucomm.advisor.compute.shapes import (
     SETTLE_S,
     AttentionShape,
@@ -506,9 +512,9 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
 
 
 _WORK: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
-    "layer": (_layer_work, ("fwd_s", "bwd_s")), "kernels": (_kernels_work, ("gemm_fwd_s", "gemm_bwd_s")),
-    "attention": (_attention_work, ("fwd_s", "bwd_s")), "step": (lambda ctx, st: _step_work(ctx, st)[0],
-                                                                  ("seconds",))}
+    "layer": (_layer_work, BUSY_KEYS["layer"]), "kernels": (_kernels_work, BUSY_KEYS["kernels"]),
+    "attention": (_attention_work, BUSY_KEYS["attention"]), "step": (lambda ctx, st: _step_work(ctx, st)[0],
+                                                                     ("seconds",))}
 """The kinds whose points get busy times — those the host paces at small shapes (a layer's forward and backward
 issue some 40-150 kernels and autograd nodes; a whole step its layers' and more); the head, embedding and
 optimizer points are a few large kernels each — with each one's work as phases and the time keys they set."""

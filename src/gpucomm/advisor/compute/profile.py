@@ -59,7 +59,15 @@ shipped profile a GPT layer 1,536 wide at 4,096 tokens measured 2.81 ms for 2.09
 0.92 ms; device-bound points' busy times are 0.94-0.98 of their measured ones, the launch gaps; gpt-1.3b with
 per-op checkpointing, device-bound at 101.0 ms, was priced 115.4 ms from measured times,
 advisor-single-gpu-r14_h200x1_2026-12-04).  What a step adds to its kernels' busy time — launch gaps, caches
-and clocks of a whole step — is the layer's factor inside a step (below).
+and clocks of a whole step — is the layer's factor inside a step (below).  A busy time is read in a pass of its
+own, after every point is timed (:func:`gpucomm.advisor.compute.measure.measure`), and the GPU's clock can
+differ between the two: a busy time above its point's measured time says the busy pass ran slower (the device
+cannot be busy longer than the interval the same work took), and the lookups take the measured time there
+(:func:`device_s`, :func:`busy_above`).  In the shipped profile 8 of 281 layer, 26 of 152 matmul and 5 of 125
+attention points' busy times exceed their measured ones; in a profile of 2026-12-05 whose busy pass ran in a
+second device call after 500 s of measuring (SM clock read at 1,215 MHz under load against the first call's
+1,440), 52, 55 and 23 — GPT layers 3,072 wide at 4,096 tokens 5-9% above, which priced layers inside whole steps
+at 0.95-0.99 of their kernels' busy time (benchmarks/results/advisor-profile-r27_h200x1_2026-12-05).
 
 **Checkpointing** (``ac``): ``torch.utils.checkpoint`` reruns forward work in the backward, at the rates the
 layer ran it forward — priced from the ``ac=none`` lookups, not from the checkpointed points' extra time per FLOP
@@ -125,8 +133,8 @@ from gpucomm.advisor.compute.shapes import (
 from gpucomm.advisor.job import SOFTWARE
 from gpucomm.advisor.memory import activation_terms
 
-__all__ = ["KIND", "POINT_KINDS", "PROBED_MODES", "SCHEMA_VERSION", "SOFTWARE", "ComputeProfile", "ProfileError", "ProfileSource",
-           "expected_gpu", "layer_shape_of", "load", "save"]
+__all__ = ["BUSY_KEYS", "KIND", "POINT_KINDS", "PROBED_MODES", "SCHEMA_VERSION", "SOFTWARE", "ComputeProfile", "ProfileError",
+           "ProfileSource", "busy_above", "device_s", "expected_gpu", "layer_shape_of", "load", "save"]
 
 KIND = "gpucomm-compute-profile"
 SCHEMA_VERSION = 1
@@ -284,8 +292,25 @@ def layer_shape_of(row: dict[str, Any]) -> LayerShape:
 def device_s(row: dict[str, Any], key: str) -> float:
     """A point's device time for its measured ``key`` (``fwd_s``, ``bwd_s``, ``gemm_fwd_s``, ...): the busy time
     of its kernels, ``busy_<key>``, where the profile has it (module docstring, **Device time**), else ``key``
-    itself — the interval between CUDA events, which the host paces at small shapes."""
-    return float(row.get("busy_" + key, row[key]))
+    itself — the interval between CUDA events, which the host paces at small shapes.  Never more than ``key``:
+    a busy time above the measured interval was read while the GPU ran slower than when it was timed."""
+    return min(float(row.get("busy_" + key, row[key])), float(row[key]))
+
+
+BUSY_KEYS = {"layer": ("fwd_s", "bwd_s"), "kernels": ("gemm_fwd_s", "gemm_bwd_s"), "attention": ("fwd_s", "bwd_s")}
+"""Per kind of point the lookups price the device from, its measured keys that carry a busy time."""
+
+
+def busy_above(profile: ComputeProfile) -> dict[str, tuple[int, int]]:
+    """Per kind of :data:`BUSY_KEYS`: how many of its points with busy times have one above its measured time
+    (:func:`device_s` takes the measured time there), and how many have busy times.  Many such points say the
+    busy pass ran at a lower clock than the timing (module docstring, **Device time**)."""
+    out = {}
+    for kind, keys in BUSY_KEYS.items():
+        rows = [r for r in profile.points.get(kind, []) if all(f"busy_{k}" in r for k in keys)]
+        if rows:
+            out[kind] = (sum(any(r[f"busy_{k}"] > r[k] for k in keys) for r in rows), len(rows))
+    return out
 
 
 HOST_PACED = 0.8
