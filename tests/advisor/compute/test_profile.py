@@ -157,7 +157,7 @@ def test_busy_times_price_the_device_where_a_profile_has_them():
 
 def test_a_busy_time_above_the_measured_time_prices_the_measured_time_and_is_counted():
     """The device cannot be busy longer than the interval the same work took: a busy time above it was read
-    while the GPU ran slower (a busy pass at a lower clock), so the lookups take the measured time, and
+    by the two passes' noise or a GPU slower in the busy pass, so the lookups take the measured time, and
     :func:`busy_above` counts such points per kind for ``gpucomm measure`` to say."""
     assert prof.device_s({"fwd_s": 2.0, "busy_fwd_s": 2.2}, "fwd_s") == 2.0
     p = synthetic()

@@ -269,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
           f"{args.software}, {precision}; {counts}; {prof.device.get('measure_s', 0):.0f} s{added}")
     above = profile.busy_above(prof)
     if any(n for n, _ in above.values()):
-        print("  busy times above the measured time (the busy pass ran slower than the timing, as at a lower clock; "
-              "priced at the measured time): " + ", ".join(f"{n} of {m} {k}" for k, (n, m) in above.items()))
+        print("  busy times above the measured time (the busy pass read more than the timing: noise, or a GPU "
+              "slower then; priced at the measured time): " + ", ".join(f"{n} of {m} {k}" for k, (n, m) in above.items()))
     print(f"  use it: gpucomm advise --hardware <the profile of this GPU> --compute-profile {args.out} ...")
     return 0

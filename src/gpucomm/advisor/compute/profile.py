@@ -60,14 +60,15 @@ shipped profile a GPT layer 1,536 wide at 4,096 tokens measured 2.81 ms for 2.09
 per-op checkpointing, device-bound at 101.0 ms, was priced 115.4 ms from measured times,
 advisor-single-gpu-r14_h200x1_2026-12-04).  What a step adds to its kernels' busy time — launch gaps, caches
 and clocks of a whole step — is the layer's factor inside a step (below).  A busy time is read in a pass of its
-own, after every point is timed (:func:`gpucomm.advisor.compute.measure.measure`), and the GPU's clock can
-differ between the two: a busy time above its point's measured time says the busy pass ran slower (the device
-cannot be busy longer than the interval the same work took), and the lookups take the measured time there
-(:func:`device_s`, :func:`busy_above`).  In the shipped profile 8 of 281 layer, 26 of 152 matmul and 5 of 125
-attention points' busy times exceed their measured ones; in a profile of 2026-12-05 whose busy pass ran in a
-second device call after 500 s of measuring (SM clock read at 1,215 MHz under load against the first call's
-1,440), 52, 55 and 23 — GPT layers 3,072 wide at 4,096 tokens 5-9% above, which priced layers inside whole steps
-at 0.95-0.99 of their kernels' busy time (benchmarks/results/advisor-profile-r27_h200x1_2026-12-05).
+own, after every point is timed (:func:`gpucomm.advisor.compute.measure.measure`); the device cannot be busy
+longer than the interval the same work took, so a busy time above its point's measured time is the two passes'
+noise or a slower GPU in the busy pass, and the lookups take the measured time there (:func:`device_s`;
+:func:`busy_above` counts them).  In the shipped profile 8 of 281 layer, 26 of 152 matmul and 5 of 125
+attention points' busy times exceed their measured ones; in the whole profile measured on one machine on
+2026-12-05, 52, 55 and 23 — there device-bound layers' busy times are 0.98 of their measured ones (0.96 in the
+shipped profile, whose busy times were read on another machine than its timings), and GPT layers 3,072 wide at
+4,096 tokens read 5-9% above, which priced GPT layers inside whole steps at 0.95-0.99 of their busy-priced work
+(benchmarks/results/advisor-profile-r27_h200x1_2026-12-05/README.md).
 
 **Checkpointing** (``ac``): ``torch.utils.checkpoint`` reruns forward work in the backward, at the rates the
 layer ran it forward — priced from the ``ac=none`` lookups, not from the checkpointed points' extra time per FLOP
@@ -293,7 +294,7 @@ def device_s(row: dict[str, Any], key: str) -> float:
     """A point's device time for its measured ``key`` (``fwd_s``, ``bwd_s``, ``gemm_fwd_s``, ...): the busy time
     of its kernels, ``busy_<key>``, where the profile has it (module docstring, **Device time**), else ``key``
     itself — the interval between CUDA events, which the host paces at small shapes.  Never more than ``key``:
-    a busy time above the measured interval was read while the GPU ran slower than when it was timed."""
+    the device cannot be busy longer than the interval the same work took (module docstring)."""
     return min(float(row.get("busy_" + key, row[key])), float(row[key]))
 
 
@@ -304,7 +305,7 @@ BUSY_KEYS = {"layer": ("fwd_s", "bwd_s"), "kernels": ("gemm_fwd_s", "gemm_bwd_s"
 def busy_above(profile: ComputeProfile) -> dict[str, tuple[int, int]]:
     """Per kind of :data:`BUSY_KEYS`: how many of its points with busy times have one above its measured time
     (:func:`device_s` takes the measured time there), and how many have busy times.  Many such points say the
-    busy pass ran at a lower clock than the timing (module docstring, **Device time**)."""
+    two passes disagree: noise, or a GPU slower in the busy pass (module docstring, **Device time**)."""
     out = {}
     for kind, keys in BUSY_KEYS.items():
         rows = [r for r in profile.points.get(kind, []) if all(f"busy_{k}" in r for k in keys)]
