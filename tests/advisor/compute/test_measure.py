@@ -197,6 +197,10 @@ def test_host_ratios_time_the_profiles_whole_op_steps_again_here():
     this machine's marginal reads above 10; one pricing 10,000 x more reads below 0.1."""
     p = _op_profile()
     src = profile.ProfileSource(p)
+    # the marginal takes out the optimizer over the extra layers, priced from the profile's one CPU-timed
+    # optimizer point; on a loaded 2-core machine that price outgrew the steps' real difference (a negative
+    # marginal, "unreadable here"), so it is left out: what is tested is that the steps are timed and divided
+    src._tables.optimizer = lambda params: (0.0, ())
     a, b = sorted((r for r in p.points["step"]), key=lambda r: r["layers"])
     marginal = (b["seconds"] - a["seconds"]) / 6
     src.host_points = dict
@@ -215,7 +219,7 @@ def test_host_ratios_read_this_hosts_marginal_as_the_profile_reads_its_own(monke
     p = _op_profile()
     src = profile.ProfileSource(p)
     a, b = sorted((r for r in p.points["step"]), key=lambda r: r["layers"])
-    timed = {2: 0.100, 8: 0.400}
+    timed = {2: 10.0, 8: 40.0}  # seconds: above any optimizer price a loaded CPU's timed point gives
     asked = []
 
     def step_seconds(ctx, layer, vocab, layers, loss="upcast", expected=None):
@@ -226,12 +230,12 @@ def test_host_ratios_read_this_hosts_marginal_as_the_profile_reads_its_own(monke
     src.host_points = dict
     src.host_steps = lambda: {("gpt", "op"): (a, b, 0.01)}
     ratios, line = measure.host_ratios(src, repeats=1)
-    here = src.marginal_s(a["layer"], a["vocab"], (2, 0.100), (8, 0.400))
+    here = src.marginal_s(a["layer"], a["vocab"], (2, timed[2]), (8, timed[8]))
     assert ratios[("gpt", "op")] == pytest.approx(here / 0.01)
     assert f"one round's {here * 1e3:.2f}-{here * 1e3:.2f})" in line  # each round's own marginal, said
     # the times alone (no profiler pass left behind in the process), each step's window sized by its time there
     assert asked == [(False, measure.HOST_WINDOW_S, r["seconds"]) for r in (a, b)]
-    assert here < 0.300 / 6  # the optimizer's share of the extra layers is out
+    assert 0 < here < 30.0 / 6  # the optimizer's share of the extra layers is out
 
 
 def test_host_steps_pick_the_least_device_work_pair():
@@ -254,11 +258,13 @@ def test_host_ratios_read_each_mode_from_its_own_steps(monkeypatch):
     src = profile.ProfileSource(p)
     a, b = sorted((r for r in p.points["step"]), key=lambda r: r["layers"])
     full = [dict(r, layer={**r["layer"], "ac": "full"}) for r in (a, b)]
-    timed = {("op", 2): 0.100, ("op", 8): 0.400, ("full", 2): 0.200, ("full", 8): 0.800}
+    # seconds, not milliseconds: the marginal takes out the optimizer over the extra layers, priced from this
+    # profile's CPU-timed optimizer point, which a loaded 2-core machine stretched past 0.3 s (a negative marginal)
+    timed = {("op", 2): 10.0, ("op", 8): 40.0, ("full", 2): 20.0, ("full", 8): 80.0}
     monkeypatch.setattr(measure, "step_seconds",
                         lambda ctx, layer, vocab, layers, loss="upcast", expected=None: timed[(layer.ac, layers)])
-    op_here = src.marginal_s(a["layer"], a["vocab"], (2, 0.100), (8, 0.400))
-    full_here = src.marginal_s(full[0]["layer"], a["vocab"], (2, 0.200), (8, 0.800))
+    op_here = src.marginal_s(a["layer"], a["vocab"], (2, timed["op", 2]), (8, timed["op", 8]))
+    full_here = src.marginal_s(full[0]["layer"], a["vocab"], (2, timed["full", 2]), (8, timed["full", 8]))
     src.host_points = dict
     src.host_steps = lambda: {("gpt", "full"): (*full, full_here / 3), ("gpt", "op"): (a, b, op_here / 1.5)}
     ratios, line = measure.host_ratios(src, repeats=1)
