@@ -81,6 +81,28 @@ def test_a_merge_that_completes_an_interrupted_run_clears_its_flags(tmp_path):
     assert len(q.points["step"]) == len(profile.load(full).points["step"])
 
 
+def test_a_merge_completing_an_interrupted_run_reads_the_busy_times_its_own_pass_would_have(tmp_path, monkeypatch):
+    """An interrupted run completed by a merge gets the busy times of every kind measure's own pass reads, whole
+    steps among them (the r27 profile's 67 steps had none: its merge read only the lookups' kinds); a merge into
+    a whole profile reads only those (FILL_KINDS, the default)."""
+    from gpucomm.advisor.compute import measure
+
+    full = tmp_path / "cpu.json"
+    assert cli.main(["measure", "--device", "cpu", "--out", str(full)]) == 0
+    asked = []
+    monkeypatch.setattr(measure, "fill_busy", lambda prof, *a, **k: (asked.append(k.get("kinds", ())),
+                                                                      (prof.points, 0, True))[1])
+    assert cli.main(["measure", "--device", "cpu", "--merge", str(full), "--out", str(tmp_path / "a.json")]) == 0
+    assert asked[-1] == ()  # the merge's fill (the run's own measure, of no new point, asked before it)
+    p = profile.load(full)
+    p.device["busy_interrupted"] = True
+    old = tmp_path / "old.json"
+    profile.save(p, old)
+    assert cli.main(["measure", "--device", "cpu", "--merge", str(old), "--out", str(tmp_path / "b.json")]) == 0
+    assert asked[-1] == measure.BUSY_KINDS and "step" in measure.BUSY_KINDS
+    assert set(measure.FILL_KINDS) < set(measure.BUSY_KINDS)
+
+
 def test_merge_refuses_a_profile_measured_another_way(tmp_path, capsys):
     path = tmp_path / "cpu.json"
     assert cli.main(["measure", "--device", "cpu", "--out", str(path)]) == 0

@@ -29,7 +29,9 @@ weights; the default on CUDA) or ``fp32`` (the default on CPU).
 ``--merge FILE`` completes an existing profile: it measures only the grid's points FILE lacks (a grid that grew
 since FILE was measured), on a GPU of FILE's model with FILE's software and precision, and writes FILE's points
 plus the new ones, the run named under the device block's ``merges``.  On a GPU it also measures the busy times
-(below) of FILE's points that lack them, keeping their measured times.
+(below) of FILE's layer, matmul and attention points that lack them, keeping their measured times — and of its
+whole steps too where FILE is an interrupted run, so that the completed profile has what an uninterrupted run
+would have had.
 
 Busy times: once every point is timed, each layer, matmul, attention and whole-step point runs three more
 iterations under ``torch.profiler`` and the seconds its kernels, copies and memsets kept the device busy are
@@ -245,7 +247,10 @@ def run(args: argparse.Namespace) -> int:
             stopped = "interrupted" in prof.device or prof.device.get("busy_interrupted", False)
             prof = _merged(base, prof, env.host)
             if not stopped:  # FILE's points measured before busy times were recorded get them here
-                points, filled, complete = measure.fill_busy(prof, device)
+                # completing an interrupted run: what its own busy pass would have read, whole steps too
+                completing = any(prof.device.get(k) for k in ("interrupted", "busy_interrupted"))
+                points, filled, complete = measure.fill_busy(prof, device,
+                                                             kinds=measure.BUSY_KINDS if completing else ())
                 run_info = prof.device["merges"][-1]
                 if filled:
                     run_info["busy_filled"] = filled

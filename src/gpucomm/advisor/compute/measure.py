@@ -67,7 +67,7 @@ from gpucomm.advisor.compute.shapes import (
     work,
 )
 
-__all__ = ["FILL_KINDS", "HOST_REPEATS", "HOST_WINDOW_S", "busy_phases", "device_info", "fill_busy", "host_ratios",
+__all__ = ["BUSY_KINDS", "FILL_KINDS", "HOST_REPEATS", "HOST_WINDOW_S", "busy_phases", "device_info", "fill_busy", "host_ratios",
            "measure", "point_key", "split_busy", "time_phases"]
 
 
@@ -501,7 +501,7 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
     prof = ComputeProfile(device=info, software=software, precision=precision, grid=grid_name, env=dict(env or {}),
                           points=points)
     if "interrupted" not in info:  # the busy pass, after every point is timed (docstring)
-        points, _, complete = fill_busy(prof, device, progress, kinds=tuple(_WORK))
+        points, _, complete = fill_busy(prof, device, progress, kinds=BUSY_KINDS)
         if not complete:
             info["busy_interrupted"] = True
         prof = dataclasses.replace(prof, points=points)
@@ -529,6 +529,11 @@ def _shape_of(kind: str, row: dict[str, Any]) -> Any:
         return AttentionShape(head_dim=row["head_dim"], heads=row["heads"], seq=row["seq"], mb=row["mb"])
     return layer_shape_of(row if kind == "layer" else {**row, "ac": row.get("ac", "none")})
 
+
+BUSY_KINDS = tuple(_WORK)
+"""The kinds :func:`measure`'s own busy pass reads (whole steps among them); ``gpucomm measure --merge`` reads
+the same when it completes a run interrupted before that pass ended, so the completed profile has what an
+uninterrupted run would have had."""
 
 FILL_KINDS = ("layer", "kernels", "attention")
 """The kinds :func:`fill_busy` measures busy times of: those the lookups price the device from (a whole step's
