@@ -247,17 +247,15 @@ def run(args: argparse.Namespace) -> int:
             stopped = "interrupted" in prof.device or prof.device.get("busy_interrupted", False)
             prof = _merged(base, prof, env.host)
             if not stopped:  # FILE's points measured before busy times were recorded get them here
+                was = {k: prof.device[k] for k in ("interrupted", "busy_interrupted") if prof.device.get(k)}
                 # completing an interrupted run: what its own busy pass would have read, whole steps too
-                completing = any(prof.device.get(k) for k in ("interrupted", "busy_interrupted"))
-                points, filled, complete = measure.fill_busy(prof, device,
-                                                             kinds=measure.BUSY_KINDS if completing else ())
+                points, filled, complete = measure.fill_busy(prof, device, kinds=measure.BUSY_KINDS if was else ())
                 run_info = prof.device["merges"][-1]
                 if filled:
                     run_info["busy_filled"] = filled
                 if not complete:
                     run_info["busy_interrupted"] = True
                 prof = replace(prof, points=points)
-                was = {k: prof.device[k] for k in ("interrupted", "busy_interrupted") if prof.device.get(k)}
                 if complete and was:  # FILE was an interrupted run this merge completed: the flags move to its run
                     run_info["completed"] = was
                     prof = replace(prof, device={k: v for k, v in prof.device.items() if k not in was})

@@ -535,7 +535,7 @@ BUSY_KINDS = tuple(_WORK)
 the same when it completes a run interrupted before that pass ended, so the completed profile has what an
 uninterrupted run would have had."""
 
-FILL_KINDS = ("layer", "kernels", "attention")
+FILL_KINDS = tuple(BUSY_KEYS)
 """The kinds :func:`fill_busy` measures busy times of: those the lookups price the device from (a whole step's
 busy time is recorded when the step is measured, not read by the lookups)."""
 
