@@ -361,7 +361,7 @@ def test_whole_steps_at_two_layer_counts_give_the_hosts_time_inside_a_step():
         q.points["step"].append({"layer": s.key(), "vocab": 50304, "layers": n, "loss": "upcast", "seconds": t,
                                  "peak_allocated_bytes": 2**30, "peak_reserved_bytes": 2**30})
     assert ProfileSource(q)._tables._step_host == {}
-    # host-paced with the device filling more than half of it (the shipped H200 profile's op steps: 3.7-7.3 ms
+    # host-paced with the device filling more than half of it (the first H200 profile's op steps: 3.7-7.3 ms
     # a layer over 1.9-4.4 ms of device work): still the host's, not the isolated points'
     r = synthetic()
     op_device = ProfileSource(r)._tables.layer(s, 1, "eager", [])

@@ -55,7 +55,7 @@ iterations (``busy_fwd_s``, ``busy_bwd_s``, ``busy_gemm_fwd_s``...; :func:`devic
 device from busy times where a profile has them: a small point timed alone is paced by the host — issuing one
 layer's forward and backward takes 2-3 ms of Python and autograd on the H200's host — so its measured time is
 the host's, and a per-FLOP or per-byte rate read from it carried that host time into larger layers (in the
-shipped profile a GPT layer 1,536 wide at 4,096 tokens measured 2.81 ms for 2.09 ms busy, 768 wide 2.59 ms for
+first H200 profile, of 2026-12-04, a GPT layer 1,536 wide at 4,096 tokens measured 2.81 ms for 2.09 ms busy, 768 wide 2.59 ms for
 0.92 ms; device-bound points' busy times are 0.94-0.98 of their measured ones, the launch gaps; gpt-1.3b with
 per-op checkpointing, device-bound at 101.0 ms, was priced 115.4 ms from measured times,
 advisor-single-gpu-r14_h200x1_2026-12-04).  What a step adds to its kernels' busy time — launch gaps, caches
@@ -63,12 +63,13 @@ and clocks of a whole step — is the layer's factor inside a step (below).  A b
 own, after every point is timed (:func:`gpucomm.advisor.compute.measure.measure`); the device cannot be busy
 longer than the interval the same work took, so a busy time above its point's measured time is the two passes'
 noise or a slower GPU in the busy pass, and the lookups take the measured time there (:func:`device_s`;
-:func:`busy_above` counts them).  In the shipped profile 8 of 281 layer, 26 of 152 matmul and 5 of 125
-attention points' busy times exceed their measured ones; in the whole profile measured on one machine on
-2026-12-05, 52, 55 and 23 — there device-bound layers' busy times are 0.98 of their measured ones (0.96 in the
-shipped profile, whose busy times were read on another machine than its timings), and GPT layers 3,072 wide at
-4,096 tokens read 5-9% above, which priced GPT layers inside whole steps at 0.95-0.99 of their busy-priced work
-(benchmarks/results/advisor-profile-r27_h200x1_2026-12-05/README.md).
+:func:`busy_above` counts them).  In the first H200 profile (2026-12-04, its busy times read on another machine
+than its timings) 8 of 281 layer, 26 of 152 matmul and 5 of 125 attention points' busy times exceed their
+measured ones; in the two whole profiles measured on one machine each on 2026-12-05, 52, 55 and 23 (r27) and 75,
+68 and 21 (r28, the shipped one) — there device-bound layers' busy times are 0.98 of their measured ones (0.96
+in the first), and in r27 GPT layers 3,072 wide at 4,096 tokens read 5-9% above, which priced GPT layers inside
+whole steps at 0.95-0.99 of their busy-priced work (benchmarks/results/advisor-profile-r27_h200x1_2026-12-05/
+README.md, advisor-profile-r28_h200x1_2026-12-05/README.md).
 
 **Checkpointing** (``ac``): ``torch.utils.checkpoint`` reruns forward work in the backward, at the rates the
 layer ran it forward — priced from the ``ac=none`` lookups, not from the checkpointed points' extra time per FLOP
@@ -91,11 +92,11 @@ overstate it (each times its own forward and backward call); where the profile h
 mode) at two layer counts (``gpucomm measure``'s default grid times ``op`` steps of 2 and 8 layers, ``full``
 steps of 2 and 8 and ``none`` steps of 2 and 8 at 4,096 tokens), a layer's marginal time between them, where
 host-paced, is the host's time instead, and a mode whose steps are all device-bound has none.  Not applied to
-``fused``.  The host's time is the measuring machine's CPU's (the env block names it; the shipped profile's
-whole steps were timed again in one run, benchmarks/remeasure_steps.py, so that every marginal divides one
-machine's steps): the shipped H200 profile's layers take 5.5 ms (GPT ``op``), 8.4 ms (Llama ``op``), 3.3 ms
-(GPT ``full``), 5.6 ms (Llama ``full``) and 1.3 ms (GPT ``none``) of host time a layer on its Xeon host, and one
-host-paced step ran 102, 159 and 173 ms on three lent H200 machines of one day
+``fused``.  The host's time is the measuring machine's CPU's (the env block names it; the shipped profile was
+measured whole on one machine, so that every marginal divides one machine's steps): the shipped H200 profile's
+layers take 4.4 ms (GPT ``op``), 12.2 ms (Llama ``op``), 4.3 ms (GPT ``full``) and 3.9 ms (Llama ``full``) of
+host time a layer on its Xeon host (the first profile's, on another Xeon host: 5.5, 8.4, 3.3 and 5.6 ms), and
+one host-paced step ran 102, 159 and 173 ms on three lent H200 machines of one day
 (advisor-single-gpu-r3/-r4/-r5_h200x1_2026-12-04); a profile measured on the training machine carries its
 host.
 
@@ -316,12 +317,13 @@ def busy_above(profile: ComputeProfile) -> dict[str, tuple[int, int]]:
 
 HOST_PACED = 0.8
 """A layer inside whole steps is paced by the host when the device work the lookups price for it fills less than
-this share of its marginal time.  In the shipped H200 profile (busy times; the optimizer's share taken out of
-the marginal; every whole step timed in one run) device-bound layers' priced device work is 0.89-1.05 of their
-marginal time (``none`` and ``full`` steps at 16,384 tokens, and at 4,096 tokens from 1,536 wide, Llama
+this share of its marginal time.  In the first H200 profile (2026-12-04; busy times; the optimizer's share taken
+out of the marginal; every whole step timed in one run) device-bound layers' priced device work is 0.89-1.05 of
+their marginal time (``none`` and ``full`` steps at 16,384 tokens, and at 4,096 tokens from 1,536 wide, Llama
 ``none`` from 768), host-paced ones' 0.18-0.70 (every ``op`` step; ``full`` at 768 wide and Llama ``full`` at
 1,536, GPT ``none`` at 768, 4,096 tokens).  Between the two, 0.8 leaves the lookups' own error out of the host's
-time."""
+time.  The shipped profile (r28, 2026-12-05, measured after this was set) reads 0.83-1.02 and 0.12-0.41: the
+same split (GPT ``none`` at 768 wide, 4,096 tokens, moved to device-bound at 0.92)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -594,8 +596,8 @@ class _Tables:
         none of them host-paced: absent, the device outlasts the host), else the median measured time of the
         isolated layer points that are host-bound, whose device work (the ``ac=none`` layer at that shape plus
         what the mode reruns) fills less than half of it (module docstring, **Host**).  Isolated points
-        overstate a layer's host time in a step (each times its own forward and backward call): in the shipped
-        H200 profile an isolated GPT ``none`` layer 768 wide at 4,096 tokens took 2.59 ms for 0.92 ms of busy
+        overstate a layer's host time in a step (each times its own forward and backward call): in the first
+        H200 profile (2026-12-04) an isolated GPT ``none`` layer 768 wide at 4,096 tokens took 2.59 ms for 0.92 ms of busy
         device time, and the same layer inside whole steps 1.30 ms."""
         by: dict[tuple[str, str], list[float]] = {}
         stepped = {(s.family, s.ac) for s, _, _ in self._marginals}
@@ -627,7 +629,7 @@ class _Tables:
         such steps they replace the isolated points' host time, which overstates it: on the H200 two
         host-bound ``op`` cases were predicted 16-22% slow at layers x the isolated time
         (advisor-single-gpu-r2_h200x1_2026-12-04.txt).  The test is :data:`HOST_PACED`, not the isolated
-        points' ``device < marginal / 2``: the shipped profile's op steps ran 5.6-15.2 ms a layer over 3.1-6.2 ms
+        points' ``device < marginal / 2``: the first H200 profile's op steps then ran 5.6-15.2 ms a layer over 3.1-6.2 ms
         of device work (0.39-0.55 of it), host-paced but above the half, and the half rule dropped them for the
         isolated points' time (gpt-1.3b op predicted 27% slow in advisor-single-gpu-r3_h200x1_2026-12-04.txt)."""
         by: dict[tuple[str, str], list[float]] = {}
