@@ -1,16 +1,20 @@
-"""Time a compute profile's whole steps again, all in one run on the GPU at hand, and write the profile with
-them replaced.
+"""Time a compute profile's whole steps again, all in one run on the GPU at hand, interleaved in rounds, and
+write the profile with their times replaced.
 
-Why: a layer's time inside a step is the marginal between two whole steps of one shape (and the host's time of
-a layer, where they are host-paced); the two must come from one machine.  The shipped H200 profile's steps were
-measured in three runs on three lent machines (its first measurement, and two ``gpucomm measure --merge`` runs
-that added steps of more layers), so that some pairs divided one machine's step by another's
-(benchmarks/results/gpu-logs-r16_h200x1_2026-12-04/README.txt).  Every other point is kept as it is.  An
-interrupted run (SIGTERM, Ctrl-C) replaces nothing: half the steps from one machine would mix them again.
+Why one run: a layer's time inside a step is the marginal between two whole steps of one shape (and the host's
+time of a layer, where they are host-paced); the two must come from one machine.  The first H200 profile's
+steps were measured in three runs on three lent machines (its first measurement, and two ``gpucomm measure
+--merge`` runs that added steps of more layers), so that some pairs divided one machine's step by another's
+(benchmarks/results/gpu-logs-r16_h200x1_2026-12-04/README.txt).  Why rounds: the host's time of each
+checkpointing mode comes from its own steps, and timed once each, minutes apart, they carry different host
+paces (:func:`gpucomm.advisor.compute.measure.retime_steps`).  Every other point, and each step's busy time and
+memory peaks, are kept as they are.  Fewer than two whole rounds (an interrupt, or ``--seconds``) replace
+nothing.
 
-Usage (a GPU of the profile's model; about 2-3 minutes on an H200 for the default grid's 67 steps)::
+Usage (a GPU of the profile's model; about 70 s a round on an H200 for the default grid's 67 steps)::
 
-    PYTHONPATH=src python benchmarks/remeasure_steps.py src/gpucomm/advisor/compute/data/h200.json --out new.json
+    PYTHONPATH=src python benchmarks/remeasure_steps.py src/gpucomm/advisor/compute/data/h200.json --out new.json \
+        --rounds 5 --seconds 420
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,13 +34,18 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from gpucomm.advisor.compute import measure, profile
-    from gpucomm.advisor.compute.shapes import Grid
     from gpucomm.env import collect_env
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("profile")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--rounds", type=int, default=measure.STEP_ROUNDS,
+                    help=f"rounds, every step timed once a round; the median kept (default {measure.STEP_ROUNDS})")
+    ap.add_argument("--seconds", type=float, default=None,
+                    help="start no round that the time left cannot hold (default: every round)")
     args = ap.parse_args(argv)
+    if args.rounds < 2:
+        ap.error(f"--rounds: expected 2 or more (the median of rounds), got {args.rounds}; pass --rounds 5")
     try:
         base = profile.load(args.profile, arg="profile")
     except profile.ProfileError as exc:
@@ -50,32 +59,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"remeasure_steps: error: profile: measured on {base.gpu}; run this on a GPU of that model",
               file=sys.stderr)
         return 2
-    steps = tuple(measure._shape_of("step", r) for r in base.points.get("step", []))
-    grid = Grid(layers=(), attention=(), embeddings=(), heads=(), optimizers=(), steps=steps)
     env = collect_env(device.type, extra={"grid": "the profile's steps", "software": base.software,
-                                     "precision": base.precision})
+                                          "precision": base.precision})
 
     def _stop(signum, frame):
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _stop)
-    new = measure.measure(grid, device, software=base.software, precision=base.precision,
-                          grid_name="the profile's steps", env=asdict(env))
-    if "interrupted" in new.device:
-        print(f"remeasure_steps: {new.device['interrupted']}; nothing replaced, {args.out} not written",
-              file=sys.stderr)
+    clock = measure.device_info(device).get("sm_clock_sustained_mhz")  # under load, at its start (as measure says)
+    try:
+        rows, ran = measure.retime_steps(base, device, rounds=args.rounds, seconds=args.seconds)
+    except profile.ProfileError as exc:
+        print(f"remeasure_steps: {exc}; nothing replaced, {args.out} not written", file=sys.stderr)
         return 1
-    run = {"created": new.env.get("created"), "replaced": {"step": len(new.points["step"])},
-           "cpu_model": env.host.get("cpu_model"), "measure_s": new.device.get("measure_s"),
-           "sm_clock_sustained_mhz": new.device.get("sm_clock_sustained_mhz"),
-           "command": "python benchmarks/remeasure_steps.py " + " ".join(argv or sys.argv[1:]),
-           **({"skipped": new.device["skipped"]} if new.device.get("skipped") else {})}
-    out = replace(base, points={**base.points, "step": new.points["step"]},
+    run = {"created": env.created, "replaced": {"step": len(rows)},
+           "cpu_model": env.host.get("cpu_model"), "measure_s": ran["retime_s"], "rounds": ran["rounds"],
+           "round_spread": ran["round_spread"],
+           "sm_clock_sustained_mhz": clock,
+           "command": "python benchmarks/remeasure_steps.py " + " ".join(argv or sys.argv[1:])}
+    out = replace(base, points={**base.points, "step": rows},
                   device={**base.device, "merges": [*base.device.get("merges", []), run]}, source="")
     profile.save(out, args.out)
-    print(f"remeasure_steps: wrote {args.out}: {len(new.points['step'])} of {len(steps)} steps timed again in "
-          f"{new.device.get('measure_s', 0):.0f} s" + (f"; {len(new.device['skipped'])} left out"
-                                                         if new.device.get("skipped") else ""))
+    print(f"remeasure_steps: wrote {args.out}: {len(rows)} steps timed again in {ran['rounds']} interleaved rounds, "
+          f"{ran['retime_s']:.0f} s; a step's slowest round over its fastest: median x{ran['round_spread']['median']},"
+          f" most x{ran['round_spread']['max']}")
     return 0
 
 

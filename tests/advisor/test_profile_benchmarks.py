@@ -46,14 +46,27 @@ def test_remeasure_steps_replaces_every_step_and_keeps_every_other_point(tmp_pat
     for r in base.points["step"]:
         r["seconds"] = 123.0  # what the file holds is not what a new run measures
     profile.save(base, src)
-    assert _script("remeasure_steps").main([str(src), "--out", str(out)]) == 0
+    assert _script("remeasure_steps").main([str(src), "--out", str(out), "--rounds", "3"]) == 0
     new = json.loads(out.read_text())
     old = json.loads(src.read_text())
     assert [r["layers"] for r in new["points"]["step"]] == [2, 4]
     assert all(r["seconds"] < 1.0 for r in new["points"]["step"])
     assert {k: v for k, v in new["points"].items() if k != "step"} == {k: v for k, v in old["points"].items()
                                                                        if k != "step"}
-    assert new["device"]["merges"][-1]["replaced"] == {"step": 2}
+    for r, was in zip(new["points"]["step"], old["points"]["step"], strict=True):  # only the times move
+        assert {k: v for k, v in r.items() if k != "seconds"} == {k: v for k, v in was.items() if k != "seconds"}
+    run = new["device"]["merges"][-1]
+    assert run["replaced"] == {"step": 2} and run["rounds"] == 3 and "--rounds 3" in run["command"]
+    assert run["round_spread"]["median"] >= 1.0
+
+
+def test_remeasure_steps_needs_two_rounds_and_writes_nothing_otherwise(tmp_path, capsys):
+    src, out = tmp_path / "p.json", tmp_path / "q.json"
+    profile.save(_cpu_profile(), src)
+    with pytest.raises(SystemExit) as exc:
+        _script("remeasure_steps").main([str(src), "--out", str(out), "--rounds", "1"])
+    assert exc.value.code == 2 and not out.exists()
+    assert "--rounds: expected 2 or more (the median of rounds), got 1; pass --rounds 5" in capsys.readouterr().err
 
 
 def test_remeasure_steps_refuses_a_profile_of_a_gpu_this_machine_lacks(tmp_path, capsys):

@@ -307,3 +307,72 @@ def test_a_timing_window_sets_the_least_seconds_of_timed_iterations():
     assert probe.reps("step", 0.012) == (2, 25, 0.4)
     assert probe.reps("step", 0.2) == (1, 3, 0.4)
     assert probe.reps("step", 1e-6) == (2, 200, 0.4)
+
+
+def _fake_steps(monkeypatch, times):
+    """step_seconds replaced: each call returns the next of ``times[layers]`` and is logged as (layers, busy)."""
+    asked = []
+
+    def step_seconds(ctx, layer, vocab, layers, loss="upcast", expected=None):
+        asked.append((layers, ctx.busy))
+        return times[layers].pop(0)
+
+    monkeypatch.setattr(measure, "step_seconds", step_seconds)
+    return asked
+
+
+def test_retime_steps_interleaves_rounds_and_keeps_each_steps_median(monkeypatch):
+    """Every step once a round, in the profile's order (the steps of one round see the same host pace), each
+    replaced by the median of its rounds; busy times and memory peaks kept (the same work), nothing else asked
+    of the profiler."""
+    p = _op_profile()
+    for r in p.points["step"]:
+        r["busy_seconds"] = 0.5
+    asked = _fake_steps(monkeypatch, {2: [3.0, 1.0, 2.0], 8: [9.0, 5.0, 7.0]})
+    rows, ran = measure.retime_steps(p, torch.device("cpu"), rounds=3, progress=lambda _: None)
+    assert asked == [(2, False), (8, False)] * 3
+    assert [(r["layers"], r["seconds"]) for r in rows] == [(2, 2.0), (8, 7.0)]
+    assert all(r["busy_seconds"] == 0.5 and "peak_reserved_bytes" in r for r in rows)
+    assert ran["rounds"] == 3 and ran["round_spread"] == {"median": pytest.approx((3.0 + 9 / 5) / 2),
+                                                          "max": 3.0}
+    assert [r["seconds"] for r in p.points["step"]] != [2.0, 7.0]  # the profile given is left as it was
+
+
+def test_retime_steps_keeps_whole_rounds_only_and_needs_two(monkeypatch):
+    """An interrupt in the third round keeps the two whole rounds (the third's first step is dropped); an
+    interrupt in the second leaves one, which is the single timing this replaces: refused, one line."""
+    p = _op_profile()
+    seq = {2: [1.0, 3.0, 100.0], 8: [4.0, 6.0]}
+
+    def step_seconds(ctx, layer, vocab, layers, loss="upcast", expected=None):
+        if not seq[layers]:
+            raise KeyboardInterrupt
+        return seq[layers].pop(0)
+
+    monkeypatch.setattr(measure, "step_seconds", step_seconds)
+    said = []
+    rows, ran = measure.retime_steps(p, torch.device("cpu"), rounds=5, progress=said.append)
+    assert [r["seconds"] for r in rows] == [2.0, 5.0] and ran["rounds"] == 2
+    assert any("keeping the 2 rounds done" in line for line in said)
+    seq.update({2: [1.0, 2.0], 8: [4.0]})
+    with pytest.raises(profile.ProfileError, match=r"1 whole round\(s\) of 2 steps done; two or more"):
+        measure.retime_steps(p, torch.device("cpu"), rounds=5, progress=lambda _: None)
+
+
+def test_retime_steps_starts_no_round_the_time_left_cannot_hold(monkeypatch):
+    """--seconds: after a round, another starts only while the time left is at least the longest round."""
+    from types import SimpleNamespace
+
+    p = _op_profile()
+    now = [0.0]
+
+    def step_seconds(ctx, layer, vocab, layers, loss="upcast", expected=None):
+        now[0] += 10.0  # each step takes 10 s of the clock: a round 20 s
+        return 1.0
+
+    monkeypatch.setattr(measure, "step_seconds", step_seconds)
+    monkeypatch.setattr(measure, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    said = []
+    rows, ran = measure.retime_steps(p, torch.device("cpu"), rounds=5, seconds=75, progress=said.append)
+    assert ran["rounds"] == 3 and now[0] == 60.0, said  # 15 s left after the third: a round takes 20
+    assert any("15 s left, a round takes 20 s; stopping after 3 rounds" in line for line in said)

@@ -400,6 +400,69 @@ def step_seconds(ctx: _Ctx, layer: LayerShape, vocab: int, layers: int, loss: st
     return _step(ctx, st, expected if expected else expected_s("step", st, Rates()))["seconds"]
 
 
+STEP_ROUNDS = 5
+"""Rounds of :func:`retime_steps`: every whole step timed once a round, the median of each kept (as
+:data:`HOST_REPEATS` for the probe).  Five is what one H200 device call holds for the default grid's 67 steps
+(about 70 s a round)."""
+
+
+def retime_steps(profile: ComputeProfile, device: torch.device, *, rounds: int = STEP_ROUNDS,
+                 seconds: float | None = None, progress: Callable[[str], None] | None = None,
+                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The profile's whole steps timed again on ``device``, interleaved: ``rounds`` rounds, each timing every
+    step once in the profile's order; each step's time is the median of its rounds.  Returns the step rows with
+    ``seconds`` replaced (their busy times and memory peaks kept: the same work on a GPU of the same model) and
+    what ran (``rounds`` done, seconds, each step's slowest round over its fastest).
+
+    Why interleaved: a mode's host time is a layer's marginal between two whole steps (``profile._step_host``),
+    and ``--host this`` scales every mode by its family's ``op`` reading — which holds only if the profile's
+    modes were timed at one host pace.  Timed once each, in a pass of minutes, they were not: in the r28 H200
+    profile the GPT ``op`` steps ran at a fast pace and the ``full`` ones at a slow one (GPT ``full`` over ``op``
+    host time 0.97, against 0.60 and 0.73 in two other measurements of the same code,
+    benchmarks/results/advisor-profile-r28_h200x1_2026-12-05/README.md), and device-bound ``full`` cases were
+    priced host-paced.  Interleaved, every step sees the same mix of the host's paces, and the median of
+    rounds is what one burst does not set.
+
+    ``seconds``: no round starts that the time left cannot hold at the longest round so far's pace.  An
+    interrupt (Ctrl-C, SIGTERM) ends the rounds; the rounds done are kept.
+
+    Raises:
+        ProfileError: fewer than two whole rounds done (one round is the single timing this replaces).
+    """
+    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    rows = [dict(r) for r in profile.points.get("step", [])]
+    ctx = _Ctx(device, profile.precision, profile.software, busy=False)
+    times: list[list[float]] = [[] for _ in rows]
+    t0, longest, done = time.perf_counter(), 0.0, 0
+    try:
+        for k in range(max(1, rounds)):
+            left = None if seconds is None else seconds - (time.perf_counter() - t0)
+            if k and left is not None and left < longest:
+                say(f"measure: {left:.0f} s left, a round takes {longest:.0f} s; stopping after {k} rounds")
+                break
+            start = time.perf_counter()
+            for i, r in enumerate(rows):
+                times[i].append(step_seconds(ctx, layer_shape_of(r["layer"]), r["vocab"], r["layers"],
+                                             r.get("loss", "upcast"), expected=r["seconds"]))
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+            done, longest = k + 1, max(longest, time.perf_counter() - start)
+            say(f"measure: round {done}/{rounds} of {len(rows)} steps, {time.perf_counter() - t0:.0f} s")
+    except KeyboardInterrupt:
+        say(f"measure: interrupted in round {done + 1}; keeping the {done} rounds done")
+    if done < 2:
+        raise ProfileError(f"retime_steps: {done} whole round(s) of {len(rows)} steps done; two or more are "
+                           f"needed (one is the single timing this replaces); give it more time")
+    spread = []
+    for r, got in zip(rows, times, strict=True):
+        got = got[:done]
+        r["seconds"] = statistics.median(got)
+        spread.append(max(got) / min(got))
+    info = {"rounds": done, "retime_s": round(time.perf_counter() - t0, 1),
+            "round_spread": {"median": round(statistics.median(spread), 3), "max": round(max(spread), 3)}}
+    return rows, info
+
+
 _MEASURE = {"layer": _layer, "kernels": _kernels, "attention": _attention, "embedding": _embedding,
             "head": _head, "optimizer": _optimizer, "step": _step}
 
