@@ -11,7 +11,8 @@ paces (:func:`gpucomm.advisor.compute.measure.retime_steps`).  Every other point
 memory peaks, are kept as they are.  Fewer than two whole rounds (an interrupt, or ``--seconds``) replace
 nothing.
 
-Usage (a GPU of the profile's model; about 70 s a round on an H200 for the default grid's 67 steps)::
+Usage (a GPU of the profile's model; the default grid's 67 steps once each, with a busy pass, took 108.6 s on an
+H200; a round here has no busy pass and is not yet timed)::
 
     PYTHONPATH=src python benchmarks/remeasure_steps.py src/gpucomm/advisor/compute/data/h200.json --out new.json \
         --rounds 5 --seconds 420

@@ -402,8 +402,10 @@ def step_seconds(ctx: _Ctx, layer: LayerShape, vocab: int, layers: int, loss: st
 
 STEP_ROUNDS = 5
 """Rounds of :func:`retime_steps`: every whole step timed once a round, the median of each kept (as
-:data:`HOST_REPEATS` for the probe).  Five is what one H200 device call holds for the default grid's 67 steps
-(about 70 s a round)."""
+:data:`HOST_REPEATS` for the probe).  Not yet timed on a GPU: the default grid's 67 steps took 108.6 s once each
+on an H200 with their busy pass (the first H200 profile's last ``device.merges`` entry), so a
+round without it should take less, and five rounds may not fit one 10-minute device call —
+``remeasure_steps.py --seconds`` stops at whole rounds."""
 
 
 def retime_steps(profile: ComputeProfile, device: torch.device, *, rounds: int = STEP_ROUNDS,
