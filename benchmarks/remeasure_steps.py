@@ -79,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
            "sm_clock_sustained_mhz": clock,
            "command": "python benchmarks/remeasure_steps.py " + " ".join(argv or sys.argv[1:])}
     out = replace(base, points={**base.points, "step": rows},
-                  device={**base.device, "merges": [*base.device.get("merges", []), run]}, source="")
+                  device={**base.device, "step_rounds": ran["rounds"],
+                          "merges": [*base.device.get("merges", []), run]}, source="")
     profile.save(out, args.out)
     print(f"remeasure_steps: wrote {args.out}: {len(rows)} steps timed again in {ran['rounds']} interleaved rounds, "
           f"{ran['retime_s']:.0f} s; a step's slowest round over its fastest: median x{ran['round_spread']['median']},"

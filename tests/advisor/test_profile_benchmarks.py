@@ -56,6 +56,7 @@ def test_remeasure_steps_replaces_every_step_and_keeps_every_other_point(tmp_pat
     for r, was in zip(new["points"]["step"], old["points"]["step"], strict=True):  # only the times move
         assert {k: v for k, v in r.items() if k != "seconds"} == {k: v for k, v in was.items() if k != "seconds"}
     run = new["device"]["merges"][-1]
+    assert new["device"]["step_rounds"] == run["rounds"]
     assert run["replaced"] == {"step": 2} and run["rounds"] == 3 and "--rounds 3" in run["command"]
     assert run["round_spread"]["median"] >= 1.0
 

@@ -14,6 +14,13 @@ def test_measure_writes_a_cpu_profile_the_loader_reads(tmp_path, capsys):
     assert all(p.points[k] for k in profile.POINT_KINDS)
     said = capsys.readouterr().out
     assert f"wrote {out}: cpu (CPU profile), eager, fp32" in said
+    assert p.device["step_rounds"] == 5 and "whole steps: each the median of 5 interleaved rounds" in said
+
+
+def test_step_rounds_1_times_each_whole_step_once(tmp_path, capsys):
+    out = tmp_path / "cpu.json"
+    assert cli.main(["measure", "--device", "cpu", "--step-rounds", "1", "--out", str(out)]) == 0
+    assert profile.load(out).device["step_rounds"] == 1 and "interleaved rounds" not in capsys.readouterr().out
 
 
 def test_merge_measures_only_the_points_a_profile_lacks_and_adds_them(tmp_path, capsys):
@@ -125,6 +132,7 @@ def test_merge_refuses_a_profile_measured_another_way(tmp_path, capsys):
     (["--model", "gpt-124m", "--seq", "x"], "--seq 'x': expected comma-separated integers"),
     (["--device", "tpu"], "--device 'tpu': expected cuda, cuda:N or cpu"),
     (["--device", "cuda:7"], "--device cuda:7:"),
+    (["--step-rounds", "0"], "--step-rounds 0: expected a whole number of rounds, 1 or more"),
     ([], "--out FILE is required"),
 ])
 def test_usage_errors_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, argv, words):

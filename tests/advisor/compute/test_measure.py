@@ -376,3 +376,58 @@ def test_retime_steps_starts_no_round_the_time_left_cannot_hold(monkeypatch):
     rows, ran = measure.retime_steps(p, torch.device("cpu"), rounds=5, seconds=75, progress=said.append)
     assert ran["rounds"] == 3 and now[0] == 60.0, said  # 15 s left after the third: a round takes 20
     assert any("15 s left, a round takes 20 s; stopping after 3 rounds" in line for line in said)
+
+
+def test_measure_times_whole_steps_in_interleaved_rounds_the_main_pass_the_first(monkeypatch):
+    """The main pass times each step once (round 1, with its memory peaks); then step_rounds - 1 more rounds, every
+    step once a round in the grid's order, before the busy pass; each step keeps the median of its rounds, and
+    the device block says how many rounds ran and how far they spread."""
+    order = []
+    seq = {2: [5.0, 1.0, 3.0], 8: [20.0, 8.0, 9.0]}
+
+    def step_seconds(ctx, layer, vocab, layers, loss="upcast", expected=None):
+        order.append(layers)
+        return seq[layers].pop(0)
+
+    monkeypatch.setattr(measure, "step_seconds", step_seconds)
+    p = _op_profile_rounds(4)
+    assert order == [2, 8] * 3  # the main pass timed round 1 itself
+    first = {r["layers"]: r for r in p.points["step"]}
+    # round 1 is the main pass's real CPU timing of a 64-wide step, well under a second: the median of
+    # (round 1, 5, 1, 3) is 2.0 and of (round 1, 20, 8, 9) 8.5
+    assert first[2]["seconds"] == 2.0 and first[8]["seconds"] == 8.5
+    assert p.device["step_rounds"] == 4 and p.device["step_spread"]["max"] > 20.0
+    assert all(r["peak_reserved_bytes"] == 0 for r in p.points["step"])  # CPU: the main pass's peaks kept
+
+
+def _op_profile_rounds(rounds):
+    la = LayerShape(family="gpt", hidden=64, heads=4, kv_heads=4, ffn=256, seq=16, mb=1, ac="op")
+    grid = Grid(layers=(la,), attention=(AttentionShape(head_dim=16, heads=4, seq=16),),
+                embeddings=(), heads=(), optimizers=(),
+                steps=(StepShape(layer=la, vocab=256, layers=2), StepShape(layer=la, vocab=256, layers=8)))
+    return measure.measure(grid, torch.device("cpu"), precision="fp32", grid_name="t", progress=lambda _: None,
+                           step_rounds=rounds)
+
+
+def test_measure_with_one_step_round_times_each_step_once(monkeypatch):
+    asked = []
+    monkeypatch.setattr(measure, "step_seconds", lambda *a, **k: asked.append(1) or 1.0)
+    p = _op_profile_rounds(1)
+    assert asked == [] and p.device["step_rounds"] == 1 and "step_spread" not in p.device
+
+
+def test_an_interrupt_in_the_step_rounds_keeps_whole_rounds_and_marks_the_run(monkeypatch):
+    """Ctrl-C in the third step round (the second after the main pass): the rounds before it are kept, the cut
+    one dropped, the run marked interrupted (so a --merge completes its busy times) and the busy pass not run."""
+    seq = {2: [1.0, 100.0], 8: [2.0]}
+
+    def step_seconds(ctx, layer, vocab, layers, loss="upcast", expected=None):
+        if not seq[layers]:
+            raise KeyboardInterrupt
+        return seq[layers].pop(0)
+
+    monkeypatch.setattr(measure, "step_seconds", step_seconds)
+    monkeypatch.setattr(measure, "fill_busy", lambda *a, **k: pytest.fail("busy pass after an interrupt"))
+    p = _op_profile_rounds(5)
+    assert p.device["step_rounds"] == 2 and p.device["interrupted"] == "in step round 3 of 5"
+    assert all(r["seconds"] < 100.0 for r in p.points["step"])  # the cut round's 100 s is not among the medians

@@ -40,6 +40,10 @@ point is timed in a process a profiler already ran in (a finished profile can le
 pytorch/pytorch#144455).  Where the host issues work slower than
 the GPU runs it (a small layer timed alone), the measured interval is the host's; the busy time is the device's.
 
+Whole steps are timed in ``--step-rounds`` interleaved rounds (default 5: every step once a round, each step's
+median kept; the profile's ``device.step_rounds`` says how many ran): the host time a layer costs is read as the
+difference between two whole steps, and steps timed once each, minutes apart, read different host paces.
+
 Interrupted (Ctrl-C, SIGTERM), it stops between points and saves what it measured, marked as interrupted; a
 later ``--merge`` of that file that measures everything it lacks clears the mark (kept in its run as
 ``completed``), so a profile measured over two sittings of one machine reads as whole.
@@ -76,6 +80,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--merge", metavar="FILE",
                    help="measure only the grid's points FILE (a profile of this GPU) lacks and add them to it, "
                         "and on a GPU the busy times its points lack")
+    p.add_argument("--step-rounds", type=int, default=None, metavar="N",
+                   help="time the whole steps in N interleaved rounds, the median kept (default 5; 1: once each)")
     p.add_argument("--estimate", action="store_true",
                    help="print the grid's expected wall time on an H200 and exit (measures nothing)")
     return p
@@ -155,7 +161,8 @@ def _merged(base, new, host: dict[str, Any]):
            "cpu_model": host.get("cpu_model"), "measure_s": new.device.get("measure_s"),
            "sm_clock_sustained_mhz": new.device.get("sm_clock_sustained_mhz"),
            **({"skipped": new.device["skipped"]} if new.device.get("skipped") else {}),
-           **{k: new.device[k] for k in ("interrupted", "busy_interrupted") if new.device.get(k)}}
+           **{k: new.device[k] for k in ("interrupted", "busy_interrupted", "step_rounds", "step_spread")
+              if new.device.get(k)}}
     device = {**base.device, "merges": [*base.device.get("merges", []), run]}
     return replace(base, points=points, device=device, source="")
 
@@ -168,6 +175,9 @@ def run(args: argparse.Namespace) -> int:
         return _usage(f"--software {args.software!r}: {hint}")
     if args.precision not in (None, "bf16", "fp32"):
         return _usage(f"--precision {args.precision!r}: expected bf16 or fp32")
+    if args.step_rounds is not None and args.step_rounds < 1:
+        return _usage(f"--step-rounds {args.step_rounds}: expected a whole number of rounds, 1 or more "
+                      f"(1 times each step once; the default 5 keeps each step's median of five)")
     device_text = args.device or "auto"
     cpu = device_text == "cpu"
     try:
@@ -242,7 +252,8 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
         prof = measure.measure(grid, device, software=args.software, precision=precision, grid_name=grid_name,
-                               env=asdict(env), have=have)
+                               env=asdict(env), have=have,
+                               **({"step_rounds": args.step_rounds} if args.step_rounds else {}))
         if base is not None:
             stopped = "interrupted" in prof.device or prof.device.get("busy_interrupted", False)
             prof = _merged(base, prof, env.host)
@@ -270,6 +281,11 @@ def run(args: argparse.Namespace) -> int:
              if base is not None else "")
     print(f"gpucomm measure: wrote {args.out}: {prof.gpu} ({'CPU profile' if prof.cpu else 'GPU profile'}), "
           f"{args.software}, {precision}; {counts}; {prof.device.get('measure_s', 0):.0f} s{added}")
+    ran = prof.device["merges"][-1] if base is not None else prof.device
+    if ran.get("step_spread"):
+        sp = ran["step_spread"]
+        print(f"  whole steps: each the median of {ran['step_rounds']} interleaved rounds (a step's slowest round "
+              f"over its fastest: median {sp['median']:.2f}x, worst {sp['max']:.2f}x)")
     above = profile.busy_above(prof)
     if any(n for n, _ in above.values()):
         print("  busy times above the measured time (the busy pass read more than the timing: noise, or a GPU "

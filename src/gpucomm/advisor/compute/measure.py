@@ -13,7 +13,9 @@ measured is what a user's eager loop spends, host gaps included:
 * one synchronise after the window; each phase's time is the median over the timed iterations (scaled so that
   the phases sum to the median iteration).
 
-On CUDA the busy times of layer, matmul, attention and step points (:func:`busy_phases`, under
+Whole steps are timed in :data:`STEP_ROUNDS` interleaved rounds, the main pass the first, each step's median
+kept (:func:`measure`): the host times the planner reads are marginals between steps, which must see one host
+pace.  On CUDA the busy times of layer, matmul, attention and step points (:func:`busy_phases`, under
 ``torch.profiler``) are read in a second pass after every point is timed (:func:`measure`), so that no point is
 timed in a process a profiler has run in.
 
@@ -67,8 +69,8 @@ from gpucomm.advisor.compute.shapes import (
     work,
 )
 
-__all__ = ["BUSY_KINDS", "FILL_KINDS", "HOST_REPEATS", "HOST_WINDOW_S", "busy_phases", "device_info", "fill_busy", "host_ratios",
-           "measure", "point_key", "split_busy", "time_phases"]
+__all__ = ["BUSY_KINDS", "FILL_KINDS", "HOST_REPEATS", "HOST_WINDOW_S", "STEP_ROUNDS", "busy_phases", "device_info", "fill_busy", "host_ratios",
+           "measure", "point_key", "retime_steps", "split_busy", "time_phases"]
 
 
 def _sync(device: torch.device) -> None:
@@ -401,11 +403,51 @@ def step_seconds(ctx: _Ctx, layer: LayerShape, vocab: int, layers: int, loss: st
 
 
 STEP_ROUNDS = 5
-"""Rounds of :func:`retime_steps`: every whole step timed once a round, the median of each kept (as
-:data:`HOST_REPEATS` for the probe).  Not yet timed on a GPU: the default grid's 67 steps took 108.6 s once each
-on an H200 with their busy pass (the first H200 profile's last ``device.merges`` entry), so a
-round without it should take less, and five rounds may not fit one 10-minute device call —
-``remeasure_steps.py --seconds`` stops at whole rounds."""
+"""Rounds every whole step is timed in, interleaved (:func:`measure`'s step rounds, :func:`retime_steps`), the
+median of each kept (as :data:`HOST_REPEATS` for the probe).  Not yet timed on a GPU: the default grid's 67
+steps took 108.6 s once each on an H200 with their busy pass (the first H200 profile's last ``device.merges``
+entry), so a round without it should take less, and five rounds may not fit one 10-minute device call —
+both stop at whole rounds."""
+
+
+def _step_rounds(ctx: _Ctx, rows: list[dict[str, Any]], times: list[list[float]], rounds: int,
+                 seconds: float | None, say: Callable[[str], None]) -> tuple[int, bool]:
+    """Time every step of ``rows`` once a round, in their order, for ``rounds`` rounds, appending each time to
+    its list in ``times``; returns the whole rounds done and whether an interrupt (Ctrl-C, SIGTERM) stopped them.
+    ``seconds``: no round starts that the time left cannot hold at the longest round so far's pace.  A round
+    an interrupt cut is dropped from ``times``: every step keeps the same number of rounds."""
+    before = [len(t) for t in times]
+    t0, longest, done, stopped = time.perf_counter(), 0.0, 0, False
+    try:
+        for k in range(rounds):
+            left = None if seconds is None else seconds - (time.perf_counter() - t0)
+            if k and left is not None and left < longest:
+                say(f"measure: {left:.0f} s left, a round takes {longest:.0f} s; stopping after {k} rounds")
+                break
+            start = time.perf_counter()
+            for i, r in enumerate(rows):
+                times[i].append(step_seconds(ctx, layer_shape_of(r["layer"]), r["vocab"], r["layers"],
+                                             r.get("loss", "upcast"), expected=r["seconds"]))
+                if ctx.device.type == "cuda":
+                    torch.cuda.empty_cache()
+            done, longest = k + 1, max(longest, time.perf_counter() - start)
+            say(f"measure: step round {done}/{rounds} of {len(rows)} steps, {time.perf_counter() - t0:.0f} s")
+    except KeyboardInterrupt:
+        stopped = True
+        say(f"measure: interrupted in step round {done + 1}; keeping the {done} rounds done")
+    for t, n in zip(times, before, strict=True):
+        del t[n + done:]
+    return done, stopped
+
+
+def _medians(rows: list[dict[str, Any]], times: list[list[float]]) -> dict[str, float]:
+    """Each row's ``seconds`` set to the median of its times; returns each step's slowest round over its fastest
+    (median and max over the steps)."""
+    spread = []
+    for r, got in zip(rows, times, strict=True):
+        r["seconds"] = statistics.median(got)
+        spread.append(max(got) / min(got))
+    return {"median": round(statistics.median(spread), 3), "max": round(max(spread), 3)}
 
 
 def retime_steps(profile: ComputeProfile, device: torch.device, *, rounds: int = STEP_ROUNDS,
@@ -414,7 +456,8 @@ def retime_steps(profile: ComputeProfile, device: torch.device, *, rounds: int =
     """The profile's whole steps timed again on ``device``, interleaved: ``rounds`` rounds, each timing every
     step once in the profile's order; each step's time is the median of its rounds.  Returns the step rows with
     ``seconds`` replaced (their busy times and memory peaks kept: the same work on a GPU of the same model) and
-    what ran (``rounds`` done, seconds, each step's slowest round over its fastest).
+    what ran (``rounds`` done, seconds, each step's slowest round over its fastest).  For a profile measured
+    before :func:`measure` timed its steps in rounds (``device["step_rounds"]`` absent).
 
     Why interleaved: a mode's host time is a layer's marginal between two whole steps (``profile._step_host``),
     and ``--host this`` scales every mode by its family's ``op`` reading — which holds only if the profile's
@@ -435,34 +478,13 @@ def retime_steps(profile: ComputeProfile, device: torch.device, *, rounds: int =
     rows = [dict(r) for r in profile.points.get("step", [])]
     ctx = _Ctx(device, profile.precision, profile.software, busy=False)
     times: list[list[float]] = [[] for _ in rows]
-    t0, longest, done = time.perf_counter(), 0.0, 0
-    try:
-        for k in range(max(1, rounds)):
-            left = None if seconds is None else seconds - (time.perf_counter() - t0)
-            if k and left is not None and left < longest:
-                say(f"measure: {left:.0f} s left, a round takes {longest:.0f} s; stopping after {k} rounds")
-                break
-            start = time.perf_counter()
-            for i, r in enumerate(rows):
-                times[i].append(step_seconds(ctx, layer_shape_of(r["layer"]), r["vocab"], r["layers"],
-                                             r.get("loss", "upcast"), expected=r["seconds"]))
-                if device.type == "cuda":
-                    torch.cuda.empty_cache()
-            done, longest = k + 1, max(longest, time.perf_counter() - start)
-            say(f"measure: round {done}/{rounds} of {len(rows)} steps, {time.perf_counter() - t0:.0f} s")
-    except KeyboardInterrupt:
-        say(f"measure: interrupted in round {done + 1}; keeping the {done} rounds done")
+    t0 = time.perf_counter()
+    done, _ = _step_rounds(ctx, rows, times, max(1, rounds), seconds, say)
     if done < 2:
         raise ProfileError(f"retime_steps: {done} whole round(s) of {len(rows)} steps done; two or more are "
                            f"needed (one is the single timing this replaces); give it more time")
-    spread = []
-    for r, got in zip(rows, times, strict=True):
-        got = got[:done]
-        r["seconds"] = statistics.median(got)
-        spread.append(max(got) / min(got))
-    info = {"rounds": done, "retime_s": round(time.perf_counter() - t0, 1),
-            "round_spread": {"median": round(statistics.median(spread), 3), "max": round(max(spread), 3)}}
-    return rows, info
+    spread = _medians(rows, times)
+    return rows, {"rounds": done, "retime_s": round(time.perf_counter() - t0, 1), "round_spread": spread}
 
 
 _MEASURE = {"layer": _layer, "kernels": _kernels, "attention": _attention, "embedding": _embedding,
@@ -513,7 +535,7 @@ def point_key(kind: str, key: dict[str, Any]) -> tuple[str, str]:
 def measure(grid: Grid, device: torch.device, *, software: str = "eager", precision: str = "bf16",
             grid_name: str = "", env: dict[str, Any] | None = None,
             progress: Callable[[str], None] | None = None,
-            have: frozenset[tuple[str, str]] = frozenset()) -> ComputeProfile:
+            have: frozenset[tuple[str, str]] = frozenset(), step_rounds: int = STEP_ROUNDS) -> ComputeProfile:
     """Time every point of ``grid`` on ``device`` (but those whose :func:`point_key` is in ``have``) and return
     the profile (module docstring).
 
@@ -523,8 +545,14 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
     pytorch/pytorch#144455), and the points timed after one would carry its cost where a user's training does
     not — a host-bound point most.  The second pass builds and settles each point again: on the H200 the busy
     times of the shipped grid's 558 layer, matmul and attention points took 268 s that way
-    (benchmarks/results/gpu-logs-r16_h200x1_2026-12-04/measure-merge.txt).  An interrupt in either pass keeps
-    what was done."""
+    (benchmarks/results/gpu-logs-r16_h200x1_2026-12-04/measure-merge.txt).
+
+    Whole steps are timed in ``step_rounds`` interleaved rounds (:func:`_step_rounds`; the main pass is the
+    first), each step's median kept, before the busy pass: a mode's host time is the marginal between two of
+    its whole steps, and steps timed once each, minutes apart, read the host's paces of those minutes — the
+    r28 H200 profile's GPT ``full`` and ``op`` steps disagreed by 1.6x in host time that way
+    (:func:`retime_steps`).  ``device["step_rounds"]`` records the rounds done, ``device["step_spread"]``
+    each step's slowest round over its fastest.  An interrupt in any pass keeps what was done (whole rounds)."""
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     ctx = _Ctx(device, precision, software, busy=False)
     info = device_info(device)
@@ -559,6 +587,15 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
                 torch.cuda.empty_cache()
         if got is not None:
             points[kind].append({**shape.key(), **got})
+    if points["step"] and "interrupted" not in info and step_rounds > 1:  # the main pass was round 1
+        times = [[r["seconds"]] for r in points["step"]]
+        done, stopped = _step_rounds(ctx, points["step"], times, step_rounds - 1, None, say)
+        info["step_spread"] = _medians(points["step"], times)
+        info["step_rounds"] = 1 + done
+        if stopped:
+            info["interrupted"] = f"in step round {done + 2} of {step_rounds}"
+    elif points["step"]:
+        info["step_rounds"] = 1
     if device.type == "cuda":
         info["settle_s"] = dict(SETTLE_S)
     if skipped:
