@@ -401,16 +401,19 @@ def host_times(src) -> dict[str, float]:
 
 def _probe(hardware: str, repeats: int | None = None) -> dict:
     """The advisor's ``--host this`` probe (:func:`gpucomm.advisor.compute.measure.host_ratios`, ``repeats``
-    rounds: default its own) on the profile shipped for ``hardware``, here: ``readings`` as :func:`host_readings`
-    keys them (seconds a layer here, from whole steps), ``line`` (the advisor's assumption line) and ``said``
-    (the ratios in words)."""
-    from gpucomm.advisor.compute import measure, profile, source
+    rounds: default its own) on the profile shipped for ``hardware`` or derived for it (the H100 SXM's, timed on
+    an H100), here: ``readings`` as :func:`host_readings` keys them (seconds a layer here, from whole steps),
+    ``line`` (the advisor's assumption line) and ``said`` (the ratios in words)."""
+    from gpucomm.advisor.compute import derive, measure, profile, source
 
     name = source.SHIPPED.get(hardware)
     prof = source.shipped(name) if name else None
-    if prof is None:
-        return {"readings": {}, "line": "", "said": f"no measured profile ships for {hardware}"}
-    src = profile.ProfileSource(prof)
+    src = profile.ProfileSource(prof) if prof is not None else None
+    if src is None and hardware in derive.TARGETS:
+        src = next((derive.derive(source.shipped(f), hardware) for f in source.SHIPPED.values()
+                    if source.shipped(f) is not None), None)
+    if src is None:
+        return {"readings": {}, "line": "", "said": f"no measured profile ships for {hardware} or derives for it"}
     ratios, line = measure.host_ratios(src, **({"repeats": repeats} if repeats else {}))
     there = host_times(src)
     readings = {f"{fam} {mode}": r * there[f"{fam} {mode}"] for (fam, mode), r in ratios.items()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The shipped H200 profile's whole steps timed again, interleaved in rounds (benchmarks/remeasure_steps.py
 # --rounds), then the thirteen single-GPU cases predicted from the shipped profile, on one H200; on an H100, the
-# GPU test suite and the cases and unseen shapes predicted from the profile derived for it (a record: the H200
-# profile's steps need an H200).  One device call.  Writes $OUT/w/: the retimed profile and its log (H200), the
+# GPU test suite and the cases and unseen shapes predicted from the profile derived for it with this machine's
+# host (--host this, the benchmark's default on a GPU; --repredict --host profile prices the profile's host from
+# the same measurements on CPU) — a record: the H200 profile's steps need an H200.  One device call.  Writes $OUT/w/: the retimed profile and its log (H200), the
 # cases' results with their .json sidecars, boot-id.txt, nvidia-smi.txt, README.txt (each stage's exit status
 # and time).
 # Usage (device machine, repo root): OUT=... bash benchmarks/gpu/retime_steps.sh DATE RUN [SECONDS]
@@ -27,10 +28,10 @@ if [[ "$gpu" == *H200* ]]; then
   note "single rc=$?"
 else
   OUT=$W bash benchmarks/gpu/tests.sh > /dev/null 2>&1; note "tests rc=$? ($(tr '\n' ';' < "$W/tests-summary.txt"))"
-  timeout 170 python3 benchmarks/advisor_single_gpu.py --hardware h100-nvswitch --host profile \
+  timeout 200 python3 benchmarks/advisor_single_gpu.py --hardware h100-nvswitch \
       --out "$W/advisor-single-gpu-derived-h100-${r}_h100x1_$d.txt" > /dev/null 2> "$W/single.err"
   note "single rc=$?"
-  timeout 150 python3 benchmarks/advisor_single_gpu.py --hardware h100-nvswitch --host profile "${UNSEEN_CASES[@]}" \
+  timeout 170 python3 benchmarks/advisor_single_gpu.py --hardware h100-nvswitch "${UNSEEN_CASES[@]}" \
       --out "$W/advisor-single-gpu-unseen-derived-h100-${r}_h100x1_$d.txt" > /dev/null 2> "$W/unseen.err"
   note "unseen rc=$?"
 fi

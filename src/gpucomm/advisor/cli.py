@@ -46,7 +46,7 @@ against ``--hardware``: a profile of another GPU is a usage error), else the one
 from it for the H100 SXM — and from the datasheet otherwise, said in the answer ("compute not measured").
 A step an eager host paces takes the host's time, and hosts differ (one step ran 102 and 173 ms on two H200
 machines): ``--host profile`` (default) prices the host that measured the profile, ``--host this`` times again
-on this machine's GPU (the same model; five rounds, each step timed for at least 0.3 s; the answer says how
+on this machine's GPU (the profile's model, or for the derived H100 SXM an H100 80GB HBM3; five rounds, each step timed for at least 0.3 s; the answer says how
 long it took) what priced the profile's host — its whole ``op`` steps of 2 and 8 layers — and prices this
 host's marginal time a layer, for every checkpointing mode.
 
@@ -176,7 +176,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     help="a compute profile measured by gpucomm measure on this GPU (default: the shipped one)")
     hw.add_argument("--host", default="profile",
                     help="whose host paces an eager step: profile (default: the machine that measured the compute "
-                         "profile) or this (time the profile's host-paced op steps again on this machine's GPU, "
+                         "profile) or this (time the profile's host-paced op steps again on this machine's GPU, the "
+                         "profile's model or the one derived from it, "
                          "its answer says how long it took)")
     out = p.add_argument_group("output")
     out.add_argument("--strategies", help="named strategies to price, comma-separated: single, dp, replicated, "

@@ -286,13 +286,17 @@ def test_host_ratios_refuse_without_the_profiles_gpu():
 
 
 @requires_gpus(1)
-def test_host_ratios_on_the_shipped_profiles_gpu():
-    from gpucomm.advisor.compute import source
+def test_host_ratios_on_the_shipped_profiles_gpu_or_the_one_derived_from_it():
+    from gpucomm.advisor.compute import derive, source
 
     shipped = source.shipped("h200.json")
-    if shipped is None or torch.cuda.get_device_name(0) != shipped.gpu:
-        pytest.skip(f"needs the shipped profile's GPU ({shipped.gpu if shipped else 'none shipped'})")
-    ratios, line = measure.host_ratios(profile.ProfileSource(shipped), repeats=1)  # the plumbing: one round
+    src = profile.ProfileSource(shipped) if shipped else None
+    if src is not None and torch.cuda.get_device_name(0) != shipped.gpu:
+        src = derive.derive(shipped, "h100-nvswitch")  # on an H100: the source derived for it
+    if src is None or torch.cuda.get_device_name(0) not in src.probe_gpus:
+        pytest.skip(f"needs the shipped profile's GPU or one derived from it "
+                    f"({src.probe_gpus if src else 'none shipped'})")
+    ratios, line = measure.host_ratios(src, repeats=1)  # the plumbing: one round
     assert set(ratios) == {(fam, mode) for fam in ("gpt", "llama") for mode in profile.PROBED_MODES}, ratios
     assert all(0.05 < r < 20 for r in ratios.values()), ratios
     assert "ms in the profile" in line and "a layer here" in line  # the whole op steps, timed again
@@ -431,3 +435,35 @@ def test_an_interrupt_in_the_step_rounds_keeps_whole_rounds_and_marks_the_run(mo
     p = _op_profile_rounds(5)
     assert p.device["step_rounds"] == 2 and p.device["interrupted"] == "in step round 3 of 5"
     assert all(r["seconds"] < 100.0 for r in p.points["step"])  # the cut round's 100 s is not among the medians
+
+
+def test_host_ratios_run_on_the_gpu_a_derived_source_prices(monkeypatch):
+    """A source derived for the H100 SXM from an H200 profile may time its host-paced steps on an H100 80GB
+    HBM3 (the steps stay host-paced under the derivation's factors; measure.host_ratios) or on the profile's own
+    GPU; any other GPU is refused with both named."""
+    from gpucomm.advisor.compute import derive
+
+    p = _op_profile()
+    p.device.update(type="cuda", name="NVIDIA H200")
+    src = derive.derive(p, "h100-nvswitch")
+    assert src.probe_gpus == ("NVIDIA H200", "NVIDIA H100 80GB HBM3")
+    a, b = sorted(p.points["step"], key=lambda r: r["layers"])
+    src.host_points = dict
+    src.host_steps = lambda: {("gpt", "op"): (a, b, 1.0)}
+    monkeypatch.setattr(measure, "step_seconds", lambda ctx, layer, vocab, layers, loss="upcast", expected=None:
+                        {2: 10.0, 8: 40.0}[layers])
+    monkeypatch.setattr(measure.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(measure.torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(measure.torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr("gpucomm.env.collect_env", lambda *a, **k: type("E", (), {"host": {}})())
+    for name in src.probe_gpus:
+        monkeypatch.setattr(measure.torch.cuda, "get_device_name", lambda device=None, n=name: n)
+        ratios, line = measure.host_ratios(src, repeats=1)
+        here = src.marginal_s(a["layer"], a["vocab"], (2, 10.0), (8, 40.0))
+        assert ratios == pytest.approx({("gpt", "op"): here}) and f"on the {name}" in line
+        assert src.with_host(ratios, line).probe_gpus == src.probe_gpus
+    monkeypatch.setattr(measure.torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100-SXM4-80GB")
+    with pytest.raises(profile.ProfileError, match=r"^--host this: times the profile's host-paced steps on NVIDIA "
+                                                   r"H200 or NVIDIA H100 80GB HBM3 and this machine's GPU is NVIDIA "
+                                                   r"A100-SXM4-80GB; run it where such a GPU is, or leave --host out$"):
+        measure.host_ratios(src, repeats=1)

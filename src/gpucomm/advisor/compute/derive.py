@@ -20,7 +20,8 @@ ran its matmul points at a median 1.000 of this derivation, its 192 layer points
 before); the optimizer step ran at 0.917 and the embedding at 0.554 of the memory factor's prices
 (benchmarks/derive_check.py; derive-check_h100x1_2026-12-05.txt).  Those partial profiles are a check, not a
 replacement: the factors stay the datasheets'.  Host work (launch gaps,
-the step's own work) is not scaled.  Every figure is returned as an assumption line with its source.
+the step's own work) is not scaled: ``--host this`` on an H100 80GB HBM3 times the profile's host-paced
+steps there and prices that machine's host.  Every figure is returned as an assumption line with its source.
 
 Derived profiles: ``h100-nvswitch`` (H100 SXM 80 GB at 700 W).  The H100 96 GB at 500 W of
 ``h100-96gb-nvswitch`` and the H100 PCIe (114 SMs, 350 W) are other configurations whose sustained clocks
@@ -46,6 +47,9 @@ class Target:
     hardware: str
     """The ``--hardware`` profile name it prices."""
     gpu: str
+    device_names: tuple[str, ...]
+    """The names CUDA reports for it (``torch.cuda.get_device_name``): where ``--host this`` may time the
+    profile's host-paced steps for it (:func:`gpucomm.advisor.compute.measure.host_ratios`)."""
     base_gpu: str
     """The measured GPU it derives from (a fragment of the profile's device name)."""
     hbm_tbps: float
@@ -56,7 +60,8 @@ class Target:
 
 
 TARGETS = {t.hardware: t for t in (
-    Target(hardware="h100-nvswitch", gpu="H100 SXM 80GB", base_gpu="H200", hbm_tbps=3.35, base_hbm_tbps=4.8,
+    Target(hardware="h100-nvswitch", gpu="H100 SXM 80GB", device_names=("NVIDIA H100 80GB HBM3",),
+           base_gpu="H200", hbm_tbps=3.35, base_hbm_tbps=4.8,
            hbm_source=f"3.35 TB/s HBM3 ({_DS_H100}) against 4.8 TB/s HBM3e ({_DS_H200})",
            power_w=700.0, power_source=f"700 W max TDP ({_DS_H100}; {_DS_H200}: up to 700 W)"),
 )}
@@ -84,7 +89,8 @@ def derive(profile: ComputeProfile, hardware: str) -> ProfileSource | None:
     lines = [clock_line,
              f"derived for {t.gpu}: memory-bound time x {memory:.4f} = {t.base_hbm_tbps:g} / {t.hbm_tbps:g} TB/s, "
              f"{t.hbm_source}",
-             "derived: launch gaps and the step's own host work are taken as the H200 host's (not scaled)"]
+             "derived: launch gaps and the step's own host work are the H200 profile's measuring host's (not "
+             f"scaled; --host this on an {t.device_names[0]} times this machine's)"]
     return ProfileSource(profile, scale=Scale(compute=compute, memory=memory),
                          label=f"derived for {t.gpu} from the {profile.gpu} profile ({profile.source})",
-                         assumptions=lines)
+                         assumptions=lines, probe_gpus=t.device_names)

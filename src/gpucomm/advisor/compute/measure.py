@@ -705,8 +705,8 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
     """This machine's host against the profile's, per (family, checkpointing mode) — and the assumption line
     that says so.
 
-    It measures again, on a GPU of the profile's model and the way the profile measured it, what priced the
-    host time: for each (family, mode) whose host time came from whole steps (:meth:`ProfileSource.host_steps`),
+    It measures again, on a GPU of the profile's model (or, for a derived source, of the model it prices:
+    ``src.probe_gpus``) and the way the profile measured it, what priced the host time: for each (family, mode) whose host time came from whole steps (:meth:`ProfileSource.host_steps`),
     the two steps of the profile's most host-paced step shape of that mode, and their marginal time a layer
     here over the host time a layer the profile prices (so the product is this machine's marginal); for a
     family with no such ``op`` steps, the isolated ``op`` layer point with the least device work
@@ -717,7 +717,13 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
     Why the steps: the host time the model prices is a layer's marginal inside whole steps, and an isolated
     layer is not a steady proxy for it — on one H200 machine the isolated point read GPT's host at 0.84x the
     profile's and the whole steps at 1.15x, Llama's at 1.12x and 0.81x
-    (benchmarks/results/host-probe-r2_h200x1_2026-12-04.txt).  Which modes are read:
+    (benchmarks/results/host-probe-r2_h200x1_2026-12-04.txt).  On a derived GPU (an H100 for the H200
+    profile) the same steps read the same quantity: they are the profile's most host-paced (the r28 H200
+    profile's GPT op pair keeps the device busy 1.1 ms of a 4.4 ms layer marginal, Llama's 1.5 of 12.2 ms), and
+    the derivation's slowest factor (x1.43, memory-bound work) leaves them host-paced; a host fast enough to
+    make them device-paced is overstated, as on the profile's own GPU.  Two lent H100s ran the host-paced op
+    steps of gpt-1.3b 1.32x apart (145.3 and 110.2 ms; benchmarks/results/derived-h100-r29_h100x1_2026-12-06),
+    which the profile's host cannot price.  Which modes are read:
     :data:`~gpucomm.advisor.compute.profile.PROBED_MODES`.  A step here that the device paces (a fast host) reads the device's time,
     which overstates this host's, never understates it.  Without the profile's busy passes (``_Ctx.busy``):
     the probe needs the times alone, and a finished ``torch.profiler`` pass can leave CUPTI attached to the
@@ -740,13 +746,15 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
         here_name = "cpu"
     else:
         if not torch.cuda.is_available():
-            raise ProfileError(f"--host this: times the profile's host-paced points on this machine's {prof.gpu}, "
-                               f"and this machine has no CUDA device; leave --host out to price the profile's host")
+            raise ProfileError(f"--host this: times the profile's host-paced points on this machine's "
+                               f"{' or '.join(src.probe_gpus)}, and this machine has no CUDA device; leave --host "
+                               f"out to price the profile's host")
         device = torch.device("cuda", torch.cuda.current_device())
         here_name = torch.cuda.get_device_name(device)
-        if here_name != prof.gpu:
-            raise ProfileError(f"--host this: the profile was measured on {prof.gpu} and this machine's GPU is "
-                               f"{here_name}; run it where the profile's GPU is, or leave --host out")
+        if here_name not in src.probe_gpus:
+            where = " or ".join(src.probe_gpus)
+            raise ProfileError(f"--host this: times the profile's host-paced steps on {where} and this machine's "
+                               f"GPU is {here_name}; run it where such a GPU is, or leave --host out")
     ctx = _Ctx(device, prof.precision, prof.software, busy=False, window_s=HOST_WINDOW_S)
     times: dict[tuple[str, str, int], list[float]] = {}
     t0, cpus = time.perf_counter(), hostload.snapshot()

@@ -356,9 +356,13 @@ class ProfileSource:
 
     def __init__(self, profile: ComputeProfile, *, scale: Scale | None = None, label: str = "",
                  assumptions: list[str] | None = None,
-                 host_scale: dict[tuple[str, str], float] | None = None) -> None:
+                 host_scale: dict[tuple[str, str], float] | None = None,
+                 probe_gpus: tuple[str, ...] = ()) -> None:
         self.profile = profile
         self.scale = scale or Scale()
+        self.probe_gpus = (profile.gpu, *(g for g in probe_gpus if g != profile.gpu))
+        """The GPUs (CUDA device names) on which ``--host this`` may time this source's host-paced steps: the
+        profile's own, and for a derived source the GPU it prices (:mod:`gpucomm.advisor.compute.derive`)."""
         self.name = label or f"measured on {profile.gpu} ({profile.source or 'profile'})"
         self._assumptions = list(assumptions or [])
         self.host_scale = dict(host_scale or {})
@@ -370,7 +374,8 @@ class ProfileSource:
         """This source with the host's time of each (family, checkpointing mode) scaled by ``ratios`` (``--host
         this``; :attr:`host_scale`), and ``line`` among its assumptions."""
         return ProfileSource(self.profile, scale=self.scale, label=self.name,
-                             assumptions=[*self._assumptions, line], host_scale=ratios)
+                             assumptions=[*self._assumptions, line], host_scale=ratios,
+                             probe_gpus=self.probe_gpus)
 
     def host_ratio(self, family: str, ac: str) -> float:
         """This host's time over the profile's for layers of ``family`` with checkpointing ``ac``: the mode's own
