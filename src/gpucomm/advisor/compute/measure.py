@@ -411,18 +411,19 @@ both stop at whole rounds."""
 
 
 def _step_rounds(ctx: _Ctx, rows: list[dict[str, Any]], times: list[list[float]], rounds: int,
-                 seconds: float | None, say: Callable[[str], None]) -> tuple[int, bool]:
+                 seconds: float | None, say: Callable[[str], None], before: int = 0) -> tuple[int, bool]:
     """Time every step of ``rows`` once a round, in their order, for ``rounds`` rounds, appending each time to
     its list in ``times``; returns the whole rounds done and whether an interrupt (Ctrl-C, SIGTERM) stopped them.
     ``seconds``: no round starts that the time left cannot hold at the longest round so far's pace.  A round
-    an interrupt cut is dropped from ``times``: every step keeps the same number of rounds."""
-    before = [len(t) for t in times]
+    an interrupt cut is dropped from ``times``: every step keeps the same number of rounds.  ``before``: rounds
+    already in ``times`` (the progress lines count them)."""
+    had = [len(t) for t in times]
     t0, longest, done, stopped = time.perf_counter(), 0.0, 0, False
     try:
         for k in range(rounds):
             left = None if seconds is None else seconds - (time.perf_counter() - t0)
             if k and left is not None and left < longest:
-                say(f"measure: {left:.0f} s left, a round takes {longest:.0f} s; stopping after {k} rounds")
+                say(f"measure: {left:.0f} s left, a round takes {longest:.0f} s; stopping after {before + k} rounds")
                 break
             start = time.perf_counter()
             for i, r in enumerate(rows):
@@ -431,11 +432,12 @@ def _step_rounds(ctx: _Ctx, rows: list[dict[str, Any]], times: list[list[float]]
                 if ctx.device.type == "cuda":
                     torch.cuda.empty_cache()
             done, longest = k + 1, max(longest, time.perf_counter() - start)
-            say(f"measure: step round {done}/{rounds} of {len(rows)} steps, {time.perf_counter() - t0:.0f} s")
+            say(f"measure: step round {before + done}/{before + rounds} of {len(rows)} steps, "
+                f"{time.perf_counter() - t0:.0f} s")
     except KeyboardInterrupt:
         stopped = True
-        say(f"measure: interrupted in step round {done + 1}; keeping the {done} rounds done")
-    for t, n in zip(times, before, strict=True):
+        say(f"measure: interrupted in step round {before + done + 1}; keeping the {before + done} rounds done")
+    for t, n in zip(times, had, strict=True):
         del t[n + done:]
     return done, stopped
 
@@ -589,7 +591,7 @@ def measure(grid: Grid, device: torch.device, *, software: str = "eager", precis
             points[kind].append({**shape.key(), **got})
     if points["step"] and "interrupted" not in info and step_rounds > 1:  # the main pass was round 1
         times = [[r["seconds"]] for r in points["step"]]
-        done, stopped = _step_rounds(ctx, points["step"], times, step_rounds - 1, None, say)
+        done, stopped = _step_rounds(ctx, points["step"], times, step_rounds - 1, None, say, before=1)
         info["step_spread"] = _medians(points["step"], times)
         info["step_rounds"] = 1 + done
         if stopped:
