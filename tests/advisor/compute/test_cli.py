@@ -155,3 +155,5 @@ def test_an_out_that_cannot_be_written_is_refused_before_measuring(tmp_path, cap
 def test_estimate_prints_the_grids_wall_time_without_measuring(capsys):
     assert cli.main(["measure", "--estimate"]) == 0
     assert "default grid" in capsys.readouterr().out
+    assert cli.main(["measure", "--estimate", "--step-rounds", "1"]) == 0
+    assert "whole steps in 1 round;" in capsys.readouterr().out

@@ -2,7 +2,7 @@
 
 Usage::
 
-    gpucomm measure --out h200.json                        # the default grid, about 7 minutes on an H200
+    gpucomm measure --out h200.json                        # the default grid (--estimate says how long)
     gpucomm measure --quick --out first-look.json          # a small grid, seconds
     gpucomm measure --model llama3-8b --out llama3-8b.json  # one model's shapes, every tp dividing its heads
     gpucomm measure --arch layers=24,hidden=2048,heads=16,ffn=5632 --seq 2048,4096 --out mine.json
@@ -187,8 +187,10 @@ def run(args: argparse.Namespace) -> int:
     if args.estimate:
         from gpucomm.advisor.compute import shapes
 
-        t = shapes.estimate_s(grid)
-        print(f"gpucomm measure: {grid_name} grid, {len(shapes.work(grid))} points; expected {t:.0f} s on an H200 "
+        rounds = args.step_rounds or shapes.STEP_ROUNDS
+        t = shapes.estimate_s(grid, step_rounds=rounds)
+        print(f"gpucomm measure: {grid_name} grid, {len(shapes.work(grid))} points, whole steps in {rounds} "
+              f"round{'s' if rounds > 1 else ''}; expected {t:.0f} s on an H200 before the busy pass "
               f"(planning rates: {shapes.Rates().gemm_flops / 1e12:.0f} TFLOP/s GEMMs, "
               f"{shapes.Rates().attention_flops / 1e12:.0f} TFLOP/s attention; real setup adds more)")
         return 0

@@ -56,6 +56,7 @@ from gpucomm.advisor.compute.profile import (
 )
 from gpucomm.advisor.compute.shapes import (
     SETTLE_S,
+    STEP_ROUNDS,
     AttentionShape,
     EmbeddingShape,
     Grid,
@@ -400,14 +401,6 @@ def step_seconds(ctx: _Ctx, layer: LayerShape, vocab: int, layers: int, loss: st
     sizes its timed window."""
     st = StepShape(layer=layer, vocab=vocab, layers=layers, loss=loss)
     return _step(ctx, st, expected if expected else expected_s("step", st, Rates()))["seconds"]
-
-
-STEP_ROUNDS = 5
-"""Rounds every whole step is timed in, interleaved (:func:`measure`'s step rounds, :func:`retime_steps`), the
-median of each kept (as :data:`HOST_REPEATS` for the probe).  Not yet timed on a GPU: the default grid's 67
-steps took 108.6 s once each on an H200 with their busy pass (the first H200 profile's last ``device.merges``
-entry), so a round without it should take less, and five rounds may not fit one 10-minute device call —
-both stop at whole rounds."""
 
 
 def _step_rounds(ctx: _Ctx, rows: list[dict[str, Any]], times: list[list[float]], rounds: int,

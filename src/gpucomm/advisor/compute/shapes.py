@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from gpucomm.models import Architecture
 
 __all__ = ["AC_MODES", "FAMILIES", "LOSSES", "AttentionShape", "EmbeddingShape", "Grid", "HeadShape", "LayerShape",
-           "OptimizerShape", "Rates", "SETTLE_S", "StepShape", "default_grid", "estimate_s", "expected_s", "family_of",
+           "OptimizerShape", "Rates", "SETTLE_S", "STEP_ROUNDS", "StepShape", "default_grid", "estimate_s", "expected_s", "family_of",
            "layer_mm_params", "model_grid", "quick_grid", "repeats", "tiny_grid", "work"]
 
 FAMILIES = ("gpt", "llama")
@@ -433,6 +433,13 @@ WARMUP, REPEATS = 2, 5
 LONG_S = 0.05
 
 
+STEP_ROUNDS = 5
+"""Rounds every whole step is timed in, interleaved (``gpucomm measure``'s step rounds, :func:`gpucomm.advisor.compute.measure.retime_steps`), the
+median of each kept (as :data:`HOST_REPEATS` for the probe).  Not yet timed on a GPU: the default grid's 67
+steps took 108.6 s once each on an H200 with their busy pass (the first H200 profile's last ``device.merges``
+entry), so a round without it should take less, and five rounds may not fit one 10-minute device call —
+both stop at whole rounds."""
+
 SETTLE_S = {"layer": 0.4, "head": 0.4, "step": 0.4, "kernels": 0.2, "attention": 0.2, "embedding": 0.1,
             "optimizer": 0.1}
 """Seconds a point's work runs back to back on a GPU, after its warm-up and before its timed window, so that the
@@ -516,13 +523,15 @@ def work(grid: Grid) -> list[tuple[str, object]]:
     return out
 
 
-def estimate_s(grid: Grid, rates: Rates | None = None) -> float:
-    """Expected wall time of measuring ``grid`` on a GPU (iterations x expected time, the settling run
-    :data:`SETTLE_S`, and setup, per point)."""
+def estimate_s(grid: Grid, rates: Rates | None = None, step_rounds: int = STEP_ROUNDS) -> float:
+    """Expected wall time of timing ``grid``'s points on a GPU (iterations x expected time, the settling run
+    :data:`SETTLE_S`, and setup, per point; each whole step ``step_rounds`` times).  The busy pass after it is
+    not counted."""
     r = rates or Rates()
     total = 0.0
     for kind, shape in work(grid):
         t = expected_s(kind, shape, r)
         warm, timed = (1, 3) if kind == "kernels" else repeats(t)
-        total += (warm + timed) * t + r.setup_s + max(SETTLE_S[kind], t)
+        total += ((warm + timed) * t + r.setup_s + max(SETTLE_S[kind], t)) * (max(1, step_rounds)
+                                                                               if kind == "step" else 1)
     return total
