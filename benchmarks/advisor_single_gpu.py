@@ -404,14 +404,9 @@ def _probe(hardware: str, repeats: int | None = None) -> dict:
     rounds: default its own) on the profile shipped for ``hardware`` or derived for it (the H100 SXM's, timed on
     an H100), here: ``readings`` as :func:`host_readings` keys them (seconds a layer here, from whole steps),
     ``line`` (the advisor's assumption line) and ``said`` (the ratios in words)."""
-    from gpucomm.advisor.compute import derive, measure, profile, source
+    from gpucomm.advisor.compute import measure, source
 
-    name = source.SHIPPED.get(hardware)
-    prof = source.shipped(name) if name else None
-    src = profile.ProfileSource(prof) if prof is not None else None
-    if src is None and hardware in derive.TARGETS:
-        src = next((derive.derive(source.shipped(f), hardware) for f in source.SHIPPED.values()
-                    if source.shipped(f) is not None), None)
+    src = source.measured_for(hardware)
     if src is None:
         return {"readings": {}, "line": "", "said": f"no measured profile ships for {hardware} or derives for it"}
     ratios, line = measure.host_ratios(src, **({"repeats": repeats} if repeats else {}))

@@ -35,13 +35,14 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from gpucomm.advisor.compute import measure, profile
+    from gpucomm.advisor.compute.shapes import STEP_ROUNDS
     from gpucomm.env import collect_env
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("profile")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--rounds", type=int, default=measure.STEP_ROUNDS,
-                    help=f"rounds, every step timed once a round; the median kept (default {measure.STEP_ROUNDS})")
+    ap.add_argument("--rounds", type=int, default=STEP_ROUNDS,
+                    help=f"rounds, every step timed once a round; the median kept (default {STEP_ROUNDS})")
     ap.add_argument("--seconds", type=float, default=None,
                     help="start no round that the time left cannot hold (default: every round)")
     args = ap.parse_args(argv)

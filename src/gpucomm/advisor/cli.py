@@ -46,8 +46,8 @@ against ``--hardware``: a profile of another GPU is a usage error), else the one
 from it for the H100 SXM — and from the datasheet otherwise, said in the answer ("compute not measured").
 A step an eager host paces takes the host's time, and hosts differ (one step ran 102 and 173 ms on two H200
 machines): ``--host profile`` (default) prices the host that measured the profile, ``--host this`` times again
-on this machine's GPU (the profile's model, or for the derived H100 SXM an H100 80GB HBM3; five rounds, each step timed for at least 0.3 s; the answer says how
-long it took) what priced the profile's host — its whole ``op`` steps of 2 and 8 layers — and prices this
+on this machine's GPU (the profile's model, or for the derived H100 SXM an H100 80GB HBM3; five rounds, each
+step timed for at least 0.3 s; the answer says how long it took) what priced the profile's host — its whole ``op`` steps of 2 and 8 layers — and prices this
 host's marginal time a layer, for every checkpointing mode.
 
 Hardware: ``--list-hardware`` prints every profile and network with its figures and their public sources.

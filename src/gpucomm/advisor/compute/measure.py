@@ -70,8 +70,8 @@ from gpucomm.advisor.compute.shapes import (
     work,
 )
 
-__all__ = ["BUSY_KINDS", "FILL_KINDS", "HOST_REPEATS", "HOST_WINDOW_S", "STEP_ROUNDS", "busy_phases", "device_info", "fill_busy", "host_ratios",
-           "measure", "point_key", "retime_steps", "split_busy", "time_phases"]
+__all__ = ["BUSY_KINDS", "FILL_KINDS", "HOST_REPEATS", "HOST_WINDOW_S", "busy_phases", "device_info", "fill_busy",
+           "host_ratios", "measure", "point_key", "retime_steps", "split_busy", "time_phases"]
 
 
 def _sync(device: torch.device) -> None:
@@ -701,8 +701,8 @@ def host_ratios(src: ProfileSource, repeats: int = HOST_REPEATS) -> tuple[dict[t
     that says so.
 
     It measures again, on a GPU of the profile's model (or, for a derived source, of the model it prices:
-    ``src.probe_gpus``) and the way the profile measured it, what priced the host time: for each (family, mode) whose host time came from whole steps (:meth:`ProfileSource.host_steps`),
-    the two steps of the profile's most host-paced step shape of that mode, and their marginal time a layer
+    ``src.probe_gpus``) and the way the profile measured it, what priced the host time: for each (family, mode)
+    whose host time came from whole steps (:meth:`ProfileSource.host_steps`), the two steps of the profile's most host-paced step shape of that mode, and their marginal time a layer
     here over the host time a layer the profile prices (so the product is this machine's marginal); for a
     family with no such ``op`` steps, the isolated ``op`` layer point with the least device work
     (:meth:`ProfileSource.host_points`), here over there, keyed ``(family, "op")``.  A mode not read here takes

@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass
 from gpucomm.models import Architecture
 
 __all__ = ["AC_MODES", "FAMILIES", "LOSSES", "AttentionShape", "EmbeddingShape", "Grid", "HeadShape", "LayerShape",
-           "OptimizerShape", "Rates", "SETTLE_S", "STEP_ROUNDS", "StepShape", "default_grid", "estimate_s", "expected_s", "family_of",
-           "layer_mm_params", "model_grid", "quick_grid", "repeats", "tiny_grid", "work"]
+           "OptimizerShape", "Rates", "SETTLE_S", "STEP_ROUNDS", "StepShape", "default_grid", "estimate_s",
+           "expected_s", "family_of", "layer_mm_params", "model_grid", "quick_grid", "repeats", "tiny_grid", "work"]
 
 FAMILIES = ("gpt", "llama")
 AC_MODES = ("none", "selective", "op", "full")
@@ -434,11 +434,12 @@ LONG_S = 0.05
 
 
 STEP_ROUNDS = 5
-"""Rounds every whole step is timed in, interleaved (``gpucomm measure``'s step rounds, :func:`gpucomm.advisor.compute.measure.retime_steps`), the
-median of each kept (as :data:`HOST_REPEATS` for the probe).  Not yet timed on a GPU: the default grid's 67
-steps took 108.6 s once each on an H200 with their busy pass (the first H200 profile's last ``device.merges``
-entry), so a round without it should take less, and five rounds may not fit one 10-minute device call —
-both stop at whole rounds."""
+"""Rounds every whole step is timed in, interleaved (``gpucomm measure``'s step rounds,
+:func:`gpucomm.advisor.compute.measure.retime_steps`), the median of each kept (as
+:data:`gpucomm.advisor.compute.measure.HOST_REPEATS` for the probe).  The rounds after the first are not yet
+timed on a GPU: the r28 H200 measurement's main pass timed the default grid's steps once in 73 s (points
+243-311 at 129-202 s, benchmarks/results/advisor-profile-r28_h200x1_2026-12-05/measure/measure.log), so five
+rounds may not fit one 10-minute device call beside the other points — both stop at whole rounds."""
 
 SETTLE_S = {"layer": 0.4, "head": 0.4, "step": 0.4, "kernels": 0.2, "attention": 0.2, "embedding": 0.1,
             "optimizer": 0.1}

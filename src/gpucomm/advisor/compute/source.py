@@ -26,7 +26,7 @@ from gpucomm.advisor.compute.profile import ComputeProfile, ProfileSource, check
 from gpucomm.advisor.job import Job
 from gpucomm.advisor.layout import Layout
 
-__all__ = ["SHIPPED", "ComputeSource", "check", "shipped", "source_for"]
+__all__ = ["SHIPPED", "ComputeSource", "check", "measured_for", "shipped", "source_for"]
 
 SHIPPED = {"h200-nvswitch": "h200.json"}
 """Measured profiles shipped with the package (``advisor/compute/data/``), by the ``--hardware`` they price;
@@ -122,16 +122,21 @@ def _source(job: Job) -> ComputeSource:
         return _from_file(path, mtime, _base(job), job.profile.kind)
     if job.profile.kind != "gpu":
         return _DATASHEET
-    base = _base(job)
-    name = SHIPPED.get(base)
+    return measured_for(_base(job)) or _DATASHEET
+
+
+def measured_for(hardware: str) -> ProfileSource | None:
+    """The measured compute source of the ``--hardware`` profile ``hardware``: the profile shipped for it, or
+    one derived for it from a shipped profile (:mod:`gpucomm.advisor.compute.derive`); None for neither."""
+    name = SHIPPED.get(hardware)
     if name is not None and shipped(name) is not None:
         return _shipped_source(name)
-    if base in derive.TARGETS:
+    if hardware in derive.TARGETS:
         for file in SHIPPED.values():
-            derived = _derived(file, base) if shipped(file) is not None else None
+            derived = _derived(file, hardware) if shipped(file) is not None else None
             if derived is not None:
                 return derived
-    return _DATASHEET
+    return None
 
 
 @functools.lru_cache(maxsize=8)
