@@ -10,18 +10,27 @@ optimizer), and the H100 SXM's time is
 
     compute x (H200 sustained SM clock / H100 sustained SM clock) + memory x (4.8 / 3.35)
 
-The sustained clock is what the power limit allows under load; the profile records the H200's (NVML, read at
-the end of a second of 8192-wide GEMMs) and its power limit.  The H100's sustained clock is taken equal to the
-H200's when both run at 700 W (same die, same limit; the HBM3e stacks draw their own power, which this does not
-model) — the ratio is 1, and it is printed as an assumption.  Checked once: on a lent H100 80GB HBM3 at 700 W
-(2026-12-05), ``gpucomm measure`` at four held-out models' shapes read the clock at 1125-1170 MHz under load and
-ran its matmul points at a median 1.000 of this derivation, its 192 layer points at 0.972 (10th-90th percentile
-0.92-1.03; device times capped at the measured ones, derive-check-r2_h100x1_2026-12-05.txt; 0.978 and 0.90-1.03
-before); the optimizer step ran at 0.917 and the embedding at 0.554 of the memory factor's prices
-(benchmarks/derive_check.py; derive-check_h100x1_2026-12-05.txt).  Those partial profiles are a check, not a
-replacement: the factors stay the datasheets'.  Host work (launch gaps,
-the step's own work) is not scaled: ``--host this`` on an H100 80GB HBM3 times the profile's host-paced
-steps there and prices that machine's host.  Every figure is returned as an assumption line with its source.
+The sustained clock is what the power limit allows under load, and the two GPUs do not sustain the same one: the
+HBM3e stacks draw more of the shared 700 W than the H100's HBM3, so under the same training load the H200's die
+runs slower. Measured with one script (``benchmarks/sustained_clock.py``: a layer's forward and backward back to
+back for seconds, NVML's SM clock over the run's second half) at five layer shapes of the single-GPU check on two
+H200s (2026-12-04) and one H100 80GB HBM3 (2026-12-06), both at 700 W: at the four shapes the power limit set on
+every run, the H200 settled at 1,635-1,882 MHz and the H100 at 1,680-1,905 MHz; the median ratio is 0.966
+(``benchmarks/clock_ratio.py``, clock-ratio_h200-h100_2026-12-06.txt; the one NVML sample a case of the single-GPU
+runs reads, 26 H200 runs against 5 H100 runs on four machines, gives 0.948 over the eleven cases at the limit).
+That ratio is the compute-bound factor. It prices sustained work: a point timed in a short window runs at the boost
+clock on either GPU, and the H200 profile's points reach a step's clock through the factor a layer takes inside
+whole steps (:meth:`gpucomm.advisor.compute.profile._Tables.in_step`). Until 2026-12-06 the factor was 1 (the
+clocks assumed equal); a lent H100 80GB HBM3 at 700 W (2026-12-05) ran ``gpucomm measure``'s short-window matmul
+points at a median 1.000 of that derivation, its 192 layer points at 0.972 (10th-90th percentile 0.92-1.03;
+derive-check-r2_h100x1_2026-12-05.txt), the optimizer step at 0.917 and the embedding at 0.554 of the memory
+factor's prices (benchmarks/derive_check.py; derive-check_h100x1_2026-12-05.txt), and its profiles read 1,125-1,170
+MHz at the end of a second of 8192-wide GEMMs (``gpucomm measure``'s one NVML sample a profile), where the shipped
+H200 profile read 1,500 MHz and its merge on the same machine 1,245: one sample after one second is not a sustained
+clock. Those partial profiles are a check, not a replacement: the memory factor stays the datasheets'. Host work
+(launch gaps, the step's own work) is not scaled: ``--host this`` on an H100 80GB HBM3 times the profile's
+host-paced steps there and prices that machine's host. Every figure is returned as an assumption line with its
+source.
 
 Derived profiles: ``h100-nvswitch`` (H100 SXM 80 GB at 700 W).  The H100 96 GB at 500 W of
 ``h100-96gb-nvswitch`` and the H100 PCIe (114 SMs, 350 W) are other configurations whose sustained clocks
@@ -57,13 +66,20 @@ class Target:
     hbm_source: str
     power_w: float
     power_source: str
+    clock_ratio: float
+    """The measured GPU's sustained SM clock over this one's at the power limit: the compute-bound factor."""
+    clock_source: str
 
 
 TARGETS = {t.hardware: t for t in (
     Target(hardware="h100-nvswitch", gpu="H100 SXM 80GB", device_names=("NVIDIA H100 80GB HBM3",),
            base_gpu="H200", hbm_tbps=3.35, base_hbm_tbps=4.8,
            hbm_source=f"3.35 TB/s HBM3 ({_DS_H100}) against 4.8 TB/s HBM3e ({_DS_H200})",
-           power_w=700.0, power_source=f"700 W max TDP ({_DS_H100}; {_DS_H200}: up to 700 W)"),
+           power_w=700.0, power_source=f"700 W max TDP ({_DS_H100}; {_DS_H200}: up to 700 W)",
+           clock_ratio=0.966,
+           clock_source="H200 1,635-1,882 MHz against H100 80GB HBM3 1,680-1,905 MHz sustained at 700 W, the median "
+                        "over four power-limited layer shapes of one script (gpucomm benchmarks/sustained_clock.py "
+                        "on two H200s, 2026-12-04, and one H100, 2026-12-06; benchmarks/clock_ratio.py)"),
 )}
 
 
@@ -76,12 +92,11 @@ def derive(profile: ComputeProfile, hardware: str) -> ProfileSource | None:
     base_w = profile.device.get("power_limit_w")
     clock = profile.device.get("sm_clock_sustained_mhz")
     same_power = base_w is not None and abs(base_w - t.power_w) < 1.0
-    compute = 1.0
-    clock_line = (f"derived for {t.gpu}: compute-bound time x {compute:g}, its sustained SM clock assumed equal to "
-                  f"the measured {profile.gpu}'s" + (f" ({clock:g} MHz)" if clock else "")
-                  + f" — same GH100 die, 132 SMs, 989.4 dense bf16 TFLOP/s, {t.power_source}; not measured "
-                  "for this profile (one lent H100 80GB HBM3 at 700 W read 1125-1170 MHz and ran its matmuls "
-                  "at 1.000 of this derivation, gpucomm benchmarks/derive_check.py, 2026-12-05)")
+    compute = t.clock_ratio
+    clock_line = (f"derived for {t.gpu}: compute-bound time x {compute:g} = the measured {profile.gpu}'s "
+                  f"sustained SM clock over the {t.gpu}'s, {t.clock_source}"
+                  + (f"; the profile's own clock: {clock:g} MHz at the end of its GEMM run" if clock else "")
+                  + f" — same GH100 die, 132 SMs, 989.4 dense bf16 TFLOP/s, {t.power_source}")
     if not same_power:
         clock_line += (f"; the {profile.gpu} profile ran at "
                        + (f"{base_w:g} W" if base_w is not None else "an unknown power limit")
