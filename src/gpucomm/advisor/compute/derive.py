@@ -77,9 +77,9 @@ TARGETS = {t.hardware: t for t in (
            hbm_source=f"3.35 TB/s HBM3 ({_DS_H100}) against 4.8 TB/s HBM3e ({_DS_H200})",
            power_w=700.0, power_source=f"700 W max TDP ({_DS_H100}; {_DS_H200}: up to 700 W)",
            clock_ratio=0.966,
-           clock_source="H200 1,635-1,882 MHz against H100 80GB HBM3 1,680-1,905 MHz sustained at 700 W, the median "
-                        "over four power-limited layer shapes of one script (gpucomm benchmarks/sustained_clock.py "
-                        "on two H200s, 2026-12-04, and one H100, 2026-12-06; benchmarks/clock_ratio.py)"),
+           clock_source="H200 1,635-1,882 MHz against H100 80GB HBM3 1,680-1,905 MHz under the same layer loads at "
+                        "700 W, median of four shapes (gpucomm benchmarks/sustained_clock.py, clock_ratio.py, "
+                        "2026-12-06)"),
 )}
 
 
@@ -90,13 +90,11 @@ def derive(profile: ComputeProfile, hardware: str) -> ProfileSource | None:
         return None
     memory = t.base_hbm_tbps / t.hbm_tbps
     base_w = profile.device.get("power_limit_w")
-    clock = profile.device.get("sm_clock_sustained_mhz")
     same_power = base_w is not None and abs(base_w - t.power_w) < 1.0
     compute = t.clock_ratio
     clock_line = (f"derived for {t.gpu}: compute-bound time x {compute:g} = the measured {profile.gpu}'s "
-                  f"sustained SM clock over the {t.gpu}'s, {t.clock_source}"
-                  + (f"; the profile's own clock: {clock:g} MHz at the end of its GEMM run" if clock else "")
-                  + f" — same GH100 die, 132 SMs, 989.4 dense bf16 TFLOP/s, {t.power_source}")
+                  f"sustained SM clock over the {t.gpu}'s: {t.clock_source}"
+                  f" — same GH100 die, 132 SMs, 989.4 dense bf16 TFLOP/s, {t.power_source}")
     if not same_power:
         clock_line += (f"; the {profile.gpu} profile ran at "
                        + (f"{base_w:g} W" if base_w is not None else "an unknown power limit")
