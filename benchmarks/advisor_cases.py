@@ -26,7 +26,8 @@ import contextlib
 import io
 import json
 import sys
-from pathlib import Path
+
+from _report import emit
 
 GiB = 2**30
 _8B = ["advise", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "16", "--loss", "upcast-del", "--json",
@@ -121,10 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="also write the report to this file")
     args = ap.parse_args(argv)
     text = report(sys.argv[1:] if argv is None else argv)
-    print(text, end="")
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    return emit(text, args.out)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,8 @@ import sys
 import time
 from pathlib import Path
 
+from _report import emit
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT.parent / "shared" / "reference" / "published-training.jsonl"
 HOLDOUT = ROOT / "benchmarks" / "published_holdout.jsonl"
@@ -461,10 +463,7 @@ def main(argv: list[str] | None = None) -> int:
     text += "".join(line + "\n" for line in ablation(rows) + software_ablation(rows))
     if not args.only and path.name == DEFAULT.name:  # the speed case belongs with the full published check
         text += time_search() + "\n"
-    print(text, end="")
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    return emit(text, args.out)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from _report import emit
+
 _SHAPE = re.compile(r"^## (?P<name>.+?): ")
 _BURST = re.compile(r"^burst .*?: [\d.]+ ms; SM (?P<mhz>\d+) MHz")
 _SETTLED = re.compile(r"^settled \(second half of the run\): [\d.]+ ms, SM (?P<mhz>\d+) MHz, (?P<w>\d+) W")
@@ -149,10 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             "command: python " + shlex.join(["benchmarks/clock_ratio.py", *(sys.argv[1:] if argv is None else argv)]),
             f"date: {_dt.date.today().isoformat()}; run on CPU (reads the reports)", ""]
     text = "\n".join(head + lines) + "\n"
-    print(text, end="")
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    return emit(text, args.out)
 
 
 if __name__ == "__main__":

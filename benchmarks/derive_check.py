@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
+from _report import emit  # noqa: E402
 from profile_compare import spread  # noqa: E402  (benchmarks/ is the script's directory)
 
 HARDWARE = "h100-nvswitch"
@@ -274,10 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     if held:
         head += ["", "## Held-out H100 runs predicted from each profile", "", *held]
     text = "\n".join(head) + "\n"
-    print(text, end="")
-    if a.out:
-        Path(a.out).write_text(text)
-    return 0
+    return emit(text, a.out)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _report import emit
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
@@ -83,10 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     for c in CASES:
         lines.append(f"| {c.name} | {c.ac} | {_device_s(c) * 1e3:.1f} |")
     text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    return emit(text, args.out)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 _PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "advisor_cases.py"
+sys.path.insert(0, str(_PATH.parent))  # its sibling modules (_report)
 _spec = importlib.util.spec_from_file_location("advisor_cases", _PATH)
 cases = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cases)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 _ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(_ROOT / "benchmarks"))  # its sibling modules (_report)
 _spec = importlib.util.spec_from_file_location("clock_ratio", _ROOT / "benchmarks" / "clock_ratio.py")
 clock = importlib.util.module_from_spec(_spec)
 sys.modules["clock_ratio"] = clock

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 _PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "advisor_published.py"
+sys.path.insert(0, str(_PATH.parent))  # its sibling modules (_report)
 _spec = importlib.util.spec_from_file_location("advisor_published", _PATH)
 pub = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(pub)
