@@ -27,10 +27,11 @@ derive-check-r2_h100x1_2026-12-05.txt), the optimizer step at 0.917 and the embe
 factor's prices (benchmarks/derive_check.py; derive-check_h100x1_2026-12-05.txt), and its profiles read 1,125-1,170
 MHz at the end of a second of 8192-wide GEMMs (``gpucomm measure``'s one NVML sample a profile), where the shipped
 H200 profile read 1,500 MHz and its merge on the same machine 1,245: one sample after one second is not a sustained
-clock. Those partial profiles are a check, not a replacement: the memory factor stays the datasheets'. Host work
-(launch gaps, the step's own work) is not scaled: ``--host this`` on an H100 80GB HBM3 times the profile's
-host-paced steps there and prices that machine's host. Every figure is returned as an assumption line with its
-source.
+clock. Those partial profiles are a check, not a replacement: the memory factor stays the datasheets' — the copy
+bandwidth ``gpucomm measure`` reads, 2,807-2,994 GB/s on that H100 against 3,984 and 4,242 GB/s in the two H200
+profiles, gives ratios of 1.33-1.51 around 4.8/3.35 = 1.43. Host work (launch gaps, the step's own work) is not
+scaled: ``--host this`` on an H100 80GB HBM3 times the profile's host-paced steps there and prices that machine's
+host. Every figure is returned as an assumption line with its source.
 
 Derived profiles: ``h100-nvswitch`` (H100 SXM 80 GB at 700 W).  The H100 96 GB at 500 W of
 ``h100-96gb-nvswitch`` and the H100 PCIe (114 SMs, 350 W) are other configurations whose sustained clocks
