@@ -52,12 +52,13 @@ class InputError(ValueError):
     """A report this cannot read: the message names it and says what was expected."""
 
 
-def read_report(path: str) -> tuple[str, dict[str, tuple[float, float]]]:
-    """(GPU name, {shape: (burst MHz, settled MHz)}) of one ``sustained_clock.py`` report."""
+def read_report(path: str, flag: str = "report") -> tuple[str, dict[str, tuple[float, float]]]:
+    """(GPU name, {shape: (burst MHz, settled MHz)}) of one ``sustained_clock.py`` report; ``flag`` (``--base``,
+    ``--target``) names the argument it came from in any error."""
     try:
         text = Path(path).read_text()
     except OSError as e:
-        raise InputError(f"{path}: cannot read it ({e.strerror}); pass a sustained_clock.py report") from None
+        raise InputError(f"{flag} {path}: cannot read it ({e.strerror}); pass a sustained_clock.py report") from None
     gpu, shapes, name, burst = "", {}, None, None
     for line in text.splitlines():
         if (m := _DEVICE.search(line)) and not gpu:
@@ -69,14 +70,14 @@ def read_report(path: str) -> tuple[str, dict[str, tuple[float, float]]]:
         elif (m := _SETTLED.match(line)) and name and burst is not None:
             shapes[name] = (burst, float(m["mhz"]))
     if not shapes:
-        raise InputError(f"{path}: no '## shape' with its burst and settled clocks; pass a sustained_clock.py "
+        raise InputError(f"{flag} {path}: no '## shape' with its burst and settled clocks; pass a sustained_clock.py "
                          "report")
     return gpu, shapes
 
 
 def ratio(base: list[str], target: list[str]) -> tuple[list[str], float]:
     """The report lines and the factor (base's sustained clock over target's, median over power-limited shapes)."""
-    runs = {"base": [read_report(p) for p in base], "target": [read_report(p) for p in target]}
+    runs = {"base": [read_report(p, "--base") for p in base], "target": [read_report(p, "--target") for p in target]}
     gpus = {side: sorted({g for g, _ in rs}) for side, rs in runs.items()}
     lines = [f"base: {', '.join(gpus['base'])} ({len(base)} runs); target: {', '.join(gpus['target'])} "
              f"({len(target)} runs)", "",

@@ -48,7 +48,10 @@ def test_no_power_limited_shape_and_unreadable_reports_exit_2_and_write_nothing(
     (tmp_path / "junk.txt").write_text("not a report\n")
     assert clock.main(["--base", str(tmp_path / "junk.txt"), "--target", t, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "junk.txt" in err and "sustained_clock.py report" in err and not out.exists()
+    assert err.count("\n") == 0 and "--base" in err and "junk.txt" in err and "sustained_clock.py report" in err
+    assert not out.exists()
+    assert clock.main(["--base", b, "--target", str(tmp_path / "missing.txt"), "--out", str(out)]) == 2
+    assert "--target" in capsys.readouterr().err and not out.exists()
 
 
 def test_the_committed_reports_give_the_factor_the_derivation_cites():
